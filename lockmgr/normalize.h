@@ -25,8 +25,26 @@ struct NormRequest {
 
 namespace lockmgr_internal {
 // Orders by slot, exclusive before shared on the same slot.
-inline bool NormLess(const NormRequest& a, const NormRequest& b) {
+inline bool SlotThenModeLess(const NormRequest& a, const NormRequest& b) {
   return a.slot < b.slot || (a.slot == b.slot && a.mode > b.mode);
+}
+// Orders exclusive before shared, then by slot (the N4 order).
+inline bool ModeThenSlotLess(const NormRequest& a, const NormRequest& b) {
+  return a.mode > b.mode || (a.mode == b.mode && a.slot < b.slot);
+}
+// Sorts without allocating: insertion sort for the usual small txn.
+template <typename Less>
+void SortSmall(NormRequest* a, size_t n, Less less) {
+  if (n > 32) {
+    std::sort(a, a + n, less);
+    return;
+  }
+  for (size_t i = 1; i < n; ++i) {
+    NormRequest v = a[i];
+    size_t j = i;
+    for (; j > 0 && less(v, a[j - 1]); --j) a[j] = a[j - 1];
+    a[j] = v;
+  }
 }
 }  // namespace lockmgr_internal
 
@@ -42,18 +60,8 @@ uint32_t NormalizeRequests(std::span<const Key> reads, std::span<const Key> writ
   for (Key k : reads) out->push_back({slot(k), LockMode::kShared});
   NormRequest* a = out->data();
   const size_t n = out->size();
-  if (n <= 32) {  // insertion sort: the usual txn has ~10 keys
-    for (size_t i = 1; i < n; ++i) {
-      NormRequest v = a[i];
-      size_t j = i;
-      for (; j > 0 && lockmgr_internal::NormLess(v, a[j - 1]); --j) a[j] = a[j - 1];
-      a[j] = v;
-    }
-  } else {
-    std::sort(a, a + n, lockmgr_internal::NormLess);
-  }
-  // Dedupe by slot (the first of each run is exclusive if any is), then move
-  // the exclusive requests to the front, keeping slot order in both groups.
+  lockmgr_internal::SortSmall(a, n, lockmgr_internal::SlotThenModeLess);
+  // Dedupe by slot: the first of each run is exclusive if any is.
   size_t m = 0, num_x = 0;
   for (size_t i = 0; i < n; ++i) {
     if (m > 0 && a[m - 1].slot == a[i].slot) continue;
@@ -61,8 +69,9 @@ uint32_t NormalizeRequests(std::span<const Key> reads, std::span<const Key> writ
     num_x += a[i].mode == LockMode::kExclusive;
   }
   out->resize(m);
-  std::stable_partition(out->begin(), out->end(),
-                        [](const NormRequest& r) { return r.mode == LockMode::kExclusive; });
+  // Exclusive first; (mode, slot) pairs are now unique, so no stable sort
+  // (which would allocate a buffer) is needed.
+  if (num_x != 0 && num_x != m) lockmgr_internal::SortSmall(a, m, lockmgr_internal::ModeThenSlotLess);
   return static_cast<uint32_t>(num_x);
 }
 

@@ -6,7 +6,7 @@
 // dispatched exactly once (G4), the manager's invariants hold after every
 // operation, and at the end every structure is empty (G5).
 //
-// DETDB_RANDOM_WORKLOADS (default 1500) sets the workloads per manager.
+// DETDB_RANDOM_WORKLOADS (default 4000) sets the workloads per manager.
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -21,7 +21,7 @@ namespace {
 
 int Workloads() {
   const char* v = std::getenv("DETDB_RANDOM_WORKLOADS");
-  return v != nullptr ? std::atoi(v) : 1500;
+  return v != nullptr ? std::atoi(v) : 4000;
 }
 
 std::vector<TestTxn> RandomWorkload(std::mt19937_64& rng) {
