@@ -25,13 +25,18 @@ struct NormRequest {
 
 namespace lockmgr_internal {
 // Orders by slot, exclusive before shared on the same slot.
-inline bool SlotThenModeLess(const NormRequest& a, const NormRequest& b) {
-  return a.slot < b.slot || (a.slot == b.slot && a.mode > b.mode);
-}
+// (Function objects, not functions: a function pointer would not inline.)
+struct SlotThenModeLess {
+  bool operator()(const NormRequest& a, const NormRequest& b) const {
+    return a.slot < b.slot || (a.slot == b.slot && a.mode > b.mode);
+  }
+};
 // Orders exclusive before shared, then by slot (the N4 order).
-inline bool ModeThenSlotLess(const NormRequest& a, const NormRequest& b) {
-  return a.mode > b.mode || (a.mode == b.mode && a.slot < b.slot);
-}
+struct ModeThenSlotLess {
+  bool operator()(const NormRequest& a, const NormRequest& b) const {
+    return a.mode > b.mode || (a.mode == b.mode && a.slot < b.slot);
+  }
+};
 // Sorts without allocating: insertion sort for the usual small txn.
 template <typename Less>
 void SortSmall(NormRequest* a, size_t n, Less less) {
@@ -60,7 +65,7 @@ uint32_t NormalizeRequests(std::span<const Key> reads, std::span<const Key> writ
   for (Key k : reads) out->push_back({slot(k), LockMode::kShared});
   NormRequest* a = out->data();
   const size_t n = out->size();
-  lockmgr_internal::SortSmall(a, n, lockmgr_internal::SlotThenModeLess);
+  lockmgr_internal::SortSmall(a, n, lockmgr_internal::SlotThenModeLess());
   // Dedupe by slot: the first of each run is exclusive if any is.
   size_t m = 0, num_x = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -71,7 +76,7 @@ uint32_t NormalizeRequests(std::span<const Key> reads, std::span<const Key> writ
   out->resize(m);
   // Exclusive first; (mode, slot) pairs are now unique, so no stable sort
   // (which would allocate a buffer) is needed.
-  if (num_x != 0 && num_x != m) lockmgr_internal::SortSmall(a, m, lockmgr_internal::ModeThenSlotLess);
+  if (num_x != 0 && num_x != m) lockmgr_internal::SortSmall(a, m, lockmgr_internal::ModeThenSlotLess());
   return static_cast<uint32_t>(num_x);
 }
 
