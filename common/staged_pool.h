@@ -13,12 +13,15 @@
 #ifndef DETDB_COMMON_STAGED_POOL_H_
 #define DETDB_COMMON_STAGED_POOL_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <new>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "glog/logging.h"
 
 namespace detdb {
 
@@ -51,6 +54,7 @@ class StagedPool {
     --live_;
   }
 
+  // Objects handed out and not yet deleted.
   size_t live() const { return live_; }
   // Bytes taken from the heap (slabs), whether in use or free.
   size_t bytes_reserved() const { return slabs_.size() * per_slab_ * sizeof(Slot); }
@@ -91,13 +95,16 @@ class StagedArrayPool {
   StagedArrayPool(const StagedArrayPool&) = delete;
   StagedArrayPool& operator=(const StagedArrayPool&) = delete;
   ~StagedArrayPool() {
-    for (auto& s : slabs_) ::operator delete(s.first, std::align_val_t(alignof(Block)));
+    for (auto& s : slabs_) ::operator delete(s.first, std::align_val_t(kAlign));
   }
 
-  // Returns an array of at least n (default-initialised) elements and its
-  // size class, which must be passed back to Free.
-  // REQUIRES: n <= (1 << kMaxClass).
+  static constexpr size_t kMaxElements = size_t{1} << kMaxClass;
+
+  // Returns an array of at least n elements (uninitialised: whatever the
+  // last user left) and its size class, which must be passed back to Free.
+  // REQUIRES: n <= kMaxElements.
   T* Allocate(size_t n, int* size_class) {
+    CHECK_LE(n, kMaxElements) << "StagedArrayPool: array of " << n << " elements is too large";
     int c = kMinClass;
     while ((size_t{1} << c) < n) ++c;
     *size_class = c;
@@ -110,7 +117,7 @@ class StagedArrayPool {
   }
 
   void Free(T* p, int size_class) {
-    Block* b = reinterpret_cast<Block*>(p);
+    Block* b = ::new (static_cast<void*>(p)) Block;
     b->next = free_[size_class];
     free_[size_class] = b;
     live_bytes_ -= ElemBytes(size_class);
@@ -123,23 +130,26 @@ class StagedArrayPool {
   struct Block {
     Block* next;
   };
+  static constexpr size_t kAlign = alignof(T) > alignof(Block) ? alignof(T) : alignof(Block);
   static_assert(std::is_trivially_destructible_v<T> && std::is_trivially_copyable_v<T>,
                 "StagedArrayPool holds plain data");
 
+  // Bytes of one array of class c, a multiple of kAlign so that every array
+  // in a slab is aligned for both T and the free-list link.
   static size_t ElemBytes(int c) {
-    size_t bytes = sizeof(T) << c;
-    return bytes < sizeof(Block) ? sizeof(Block) : bytes;
+    size_t bytes = std::max(sizeof(T) << c, sizeof(Block));
+    return (bytes + kAlign - 1) / kAlign * kAlign;
   }
 
   void Grow(int c) {
     const size_t block = ElemBytes(c);
     const size_t count = block >= (size_t{64} << 10) ? 1 : (size_t{64} << 10) / block;
-    void* mem = ::operator new(block * count, std::align_val_t(alignof(Block)));
+    void* mem = ::operator new(block * count, std::align_val_t(kAlign));
     slabs_.emplace_back(mem, block * count);
     reserved_ += block * count;
     auto* base = static_cast<unsigned char*>(mem);
     for (size_t i = count; i-- > 0;) {
-      Block* b = reinterpret_cast<Block*>(base + i * block);
+      Block* b = ::new (base + i * block) Block;
       b->next = free_[c];
       free_[c] = b;
     }

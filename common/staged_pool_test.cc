@@ -54,3 +54,36 @@ TEST(StagedArrayPool, SizeClassesAndReuse) {
 
 }  // namespace
 }  // namespace detdb
+
+namespace detdb {
+namespace {
+
+struct alignas(64) Wide {
+  char bytes[64];
+};
+struct Odd {
+  char bytes[3];
+};
+
+TEST(StagedArrayPool, ArraysAreAlignedForElementAndLink) {
+  StagedArrayPool<Wide> wide;
+  StagedArrayPool<Odd> odd;
+  for (size_t n : {1, 3, 5, 9, 17}) {
+    int c1, c2;
+    Wide* w = wide.Allocate(n, &c1);
+    Odd* o = odd.Allocate(n, &c2);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(w) % 64, 0u) << n;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(o) % alignof(void*), 0u) << n;
+    w[n - 1].bytes[0] = 1;
+    o[n - 1].bytes[2] = 1;
+  }
+}
+
+TEST(StagedArrayPoolDeathTest, RejectsArraysAboveTheLargestClass) {
+  StagedArrayPool<char> pool;
+  int c;
+  EXPECT_DEATH(pool.Allocate(StagedArrayPool<char>::kMaxElements + 1, &c), "too large");
+}
+
+}  // namespace
+}  // namespace detdb

@@ -432,3 +432,33 @@ INSTANTIATE_TEST_SUITE_P(VllManagers, VllCornerCases, ::testing::Values("vll", "
 
 }  // namespace
 }  // namespace detdb
+
+namespace detdb {
+namespace {
+
+// Release() of a txn that is still blocked cancels it (LOCKING.md 2.3): the
+// blocked count must follow, so the manager ends quiescent.
+TEST(Det2plCancel, CancellingABlockedTxnKeepsCountsRight) {
+  LockManagerOptions o;
+  o.check_invariants = false;
+  auto lm = NewLockManager("det2pl", o);
+  ASSERT_TRUE(lm.ok());
+  const std::vector<Key> x = {1};
+  LockTxn t1, t2;
+  t1.id = 1;
+  t1.writes = x;
+  t2.id = 2;
+  t2.writes = x;
+  ReadyList ready;
+  EXPECT_TRUE((*lm)->Lock(&t1, &ready));
+  EXPECT_FALSE((*lm)->Lock(&t2, &ready));
+  (*lm)->Release(&t2, &ready);  // cancel
+  EXPECT_TRUE((*lm)->CheckInvariants().ok()) << (*lm)->CheckInvariants();
+  EXPECT_EQ((*lm)->stats().blocked, 0u);
+  (*lm)->Release(&t1, &ready);
+  EXPECT_EQ(ready.size(), 1u);  // only t1, granted at admission
+  EXPECT_TRUE((*lm)->IsQuiescent());
+}
+
+}  // namespace
+}  // namespace detdb

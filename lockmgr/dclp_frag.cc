@@ -45,8 +45,11 @@ class DclpFragLockManager final : public LockManagerCommon {
   bool CanAdmit() const override { return ActiveBelowBound(); }
 
   bool Lock(LockTxn* t, ReadyList* ready) override {
-    const uint32_t num_x = NormalizeRequests(
-        t->reads, t->writes, [this](Key k) { return Mix64(k) & mask_; }, &scratch_);
+    const uint32_t num_x = NormalizeRequests(t->reads, t->writes, [this](Key k) {
+      const uint64_t s = Mix64(k) & mask_;
+      __builtin_prefetch(&locks_[s], 1);
+      return s;
+    }, &scratch_);
     const uint32_t n = static_cast<uint32_t>(scratch_.size());
     FragRequest* req = requests_.Allocate(t, n);
     t->lm.succ_head = t->lm.succ_tail = nullptr;
@@ -136,7 +139,7 @@ class DclpFragLockManager final : public LockManagerCommon {
   void Poll(bool, ReadyList*) override {}
 
   bool IsQuiescent() const override {
-    if (stats_.active != 0) return false;
+    if (!StatsQuiescent() || requests_.bytes_live() != 0 || succ_.live_chunks() != 0) return false;
     for (const FragLock& L : locks_)
       if (L.writer != nullptr || L.rhead != nullptr || L.rtail != nullptr) return false;
     return true;
@@ -168,7 +171,7 @@ class DclpFragLockManager final : public LockManagerCommon {
     if (!s.ok()) return s;
     if (blocked != stats_.blocked)
       return absl::InternalError(absl::StrCat("blocked count ", stats_.blocked, " expected ", blocked));
-    if (locks_.size() <= 4096) {
+    if (locks_.size() <= lockmgr_internal::kFullScanSlots) {
       for (size_t slot = 0; slot < locks_.size(); ++slot) {
         const FragLock& L = locks_[slot];
         if ((L.writer != nullptr || L.rhead != nullptr) && !check.HasSlot(slot))

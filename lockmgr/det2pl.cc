@@ -81,8 +81,9 @@ class Det2plLockManager final : public LockManagerCommon {
     return granted;
   }
 
-  // Also valid as the cancellation of requests never granted (2.3).
+  // Also valid as the cancellation of a txn still blocked (2.3).
   void Release(LockTxn* t, ReadyList* ready) override {
+    if (t->lm.state == LockState::kBlocked) --stats_.blocked;
     for (KeyRequest& r : RequestStore<KeyRequest>::Of(t)) {
       KeyQueue* q = r.queue;
       if (q == nullptr) continue;
@@ -121,7 +122,9 @@ class Det2plLockManager final : public LockManagerCommon {
 
   void Poll(bool, ReadyList*) override {}
 
-  bool IsQuiescent() const override { return queues_.empty() && stats_.active == 0; }
+  bool IsQuiescent() const override {
+    return queues_.empty() && StatsQuiescent() && queue_pool_.live() == 0 && requests_.bytes_live() == 0;
+  }
 
   absl::Status CheckInvariants() const override {
     absl::flat_hash_map<const LockTxn*, int32_t> ungranted;

@@ -93,6 +93,9 @@ struct LockTxn {
   lockmgr_internal::TxnLockFields lm;
 };
 
+// The most keys (reads + writes) one txn may bring to one lock manager.
+inline constexpr size_t kMaxKeysPerTxn = size_t{1} << 20;
+
 // Txns that became runnable, in the deterministic order of LOCKING.md N4.
 using ReadyList = std::vector<LockTxn*>;
 
@@ -151,7 +154,8 @@ class LockManager {
   // Admits t: requests every local lock of t in one step. Appends t to
   // *ready iff every lock was granted at once; returns that.
   // REQUIRES: CanAdmit(); t->id greater than every id admitted before;
-  //           t not admitted before.
+  //           t not admitted before; at most kMaxKeysPerTxn keys in all
+  //           (callers reject larger txns before sequencing).
   virtual bool Lock(LockTxn* t, ReadyList* ready) = 0;
 
   // Releases every lock of t (t finished at this partition, or is a passive

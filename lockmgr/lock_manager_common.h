@@ -38,10 +38,17 @@ class RequestStore {
     return {static_cast<Request*>(t->lm.requests), t->lm.num_requests};
   }
   size_t bytes_reserved() const { return pool_.bytes_reserved(); }
+  // Bytes of arrays handed out and not freed: 0 when no txn is admitted.
+  size_t bytes_live() const { return pool_.bytes_live(); }
 
  private:
   StagedArrayPool<Request> pool_;
 };
+
+// CheckInvariants() scans a whole slot table for stray state (a busy slot no
+// admitted txn requests) when it has at most this many slots; larger tables
+// are checked on the slots of admitted txns, and by IsQuiescent() at the end.
+inline constexpr size_t kFullScanSlots = size_t{1} << 16;
 
 // Stats bookkeeping and the debug invariant hook.
 class LockManagerCommon : public LockManager {
@@ -60,6 +67,9 @@ class LockManagerCommon : public LockManager {
  protected:
   // Heap bytes held by the lock state (tables, pools, maps).
   virtual size_t MemoryBytes() const = 0;
+
+  // The part of IsQuiescent() every manager shares.
+  bool StatsQuiescent() const { return stats_.active == 0 && stats_.blocked == 0; }
 
   bool ActiveBelowBound() const {
     return options_.max_active == 0 || stats_.active < options_.max_active;

@@ -55,8 +55,8 @@ TEST_P(NoAllocTest, SteadyStateLockAndReleaseDoNotAllocate) {
   std::vector<Key> keys(size_t{kTxns} * kKeys);
   std::vector<uint8_t> nreads(kTxns);
   for (int i = 0; i < kTxns; ++i) {
-    keys[size_t{i} * kKeys] = rng() % 20;
-    for (int j = 1; j < kKeys; ++j) keys[size_t{i} * kKeys + j] = 20 + rng() % 5000;
+    keys[static_cast<size_t>(i) * kKeys] = rng() % 20;
+    for (int j = 1; j < kKeys; ++j) keys[static_cast<size_t>(i) * kKeys + j] = 20 + rng() % 5000;
     nreads[i] = static_cast<uint8_t>(rng() % 4);
   }
   LockManagerOptions o;
@@ -82,7 +82,7 @@ TEST_P(NoAllocTest, SteadyStateLockAndReleaseDoNotAllocate) {
         ++released;
       } else if (can_admit) {
         LockTxn* t = &records[admitted % kRing];
-        const Key* k = &keys[size_t{admitted} * kKeys];
+        const Key* k = &keys[static_cast<size_t>(admitted) * kKeys];
         t->id = base + admitted;
         t->reads = std::span<const Key>(k, nreads[admitted]);
         t->writes = std::span<const Key>(k + nreads[admitted], kKeys - nreads[admitted]);

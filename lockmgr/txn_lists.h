@@ -61,6 +61,7 @@ class SuccLists {
   }
 
   size_t bytes_reserved() const { return pool_.bytes_reserved(); }
+  size_t live_chunks() const { return pool_.live(); }
 
  private:
   StagedPool<SuccChunk> pool_{1024};

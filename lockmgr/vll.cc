@@ -44,8 +44,11 @@ class VllLockManager final : public LockManagerCommon {
   }
 
   bool Lock(LockTxn* t, ReadyList* ready) override {
-    NormalizeRequests(t->reads, t->writes, [this](Key k) { return Mix64(k) & mask_; }, &scratch_);
-    for (const NormRequest& r : scratch_) __builtin_prefetch(&counters_[r.slot], 1);
+    NormalizeRequests(t->reads, t->writes, [this](Key k) {
+      const uint64_t s = Mix64(k) & mask_;
+      __builtin_prefetch(&counters_[s], 1);
+      return s;
+    }, &scratch_);
     const uint32_t n = static_cast<uint32_t>(scratch_.size());
     SlotRequest* req = requests_.Allocate(t, n);
     bool free = true;  // BeginTransaction (3.2)
@@ -112,7 +115,8 @@ class VllLockManager final : public LockManagerCommon {
   }
 
   bool IsQuiescent() const override {
-    if (head_ != nullptr || tail_ != nullptr || stats_.active != 0 || stats_.blocked != 0) return false;
+    if (head_ != nullptr || tail_ != nullptr || !StatsQuiescent() || requests_.bytes_live() != 0)
+      return false;
     for (const Counters& c : counters_)
       if (c.cx != 0 || c.cs != 0) return false;
     return true;
@@ -147,13 +151,16 @@ class VllLockManager final : public LockManagerCommon {
     if (count != stats_.active) return absl::InternalError("V3: TxnQueue length != active txns");
     if (blocked != stats_.blocked)  // V2
       return absl::InternalError(absl::StrCat("V2: blocked_count ", stats_.blocked, " expected ", blocked));
+    if (blocked > options_.vll_blocked_threshold)
+      return absl::InternalError(absl::StrCat("V2: ", blocked, " blocked txns exceed the threshold ",
+                                              options_.vll_blocked_threshold));
     for (const auto& [slot, c] : want) {
       const Counters& have = counters_[slot];
       if (have.cx != c.cx || have.cs != c.cs)
         return absl::InternalError(absl::StrCat("V1: slot ", slot, " counters (", have.cx, ",", have.cs,
                                                 ") expected (", c.cx, ",", c.cs, ")"));
     }
-    if (counters_.size() <= 4096) {
+    if (counters_.size() <= lockmgr_internal::kFullScanSlots) {
       for (size_t slot = 0; slot < counters_.size(); ++slot)
         if ((counters_[slot].cx != 0 || counters_[slot].cs != 0) && !want.contains(slot))
           return absl::InternalError(absl::StrCat("V1/V6: slot ", slot, " counts without requests"));
