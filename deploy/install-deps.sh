@@ -7,6 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3
   libabsl-dev            # absl::Status, flat_hash_map
+  libxxhash-dev          # xxHash: the state digest
   libgflags-dev libgoogle-glog-dev
   libprotobuf-dev protobuf-compiler
   libzmq3-dev cppzmq-dev

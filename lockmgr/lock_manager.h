@@ -33,20 +33,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/types.h"
 
 namespace detdb {
-
-// A record key. The table id lives in the top 8 bits (see MakeKey); lock
-// managers treat keys as opaque 64-bit values.
-using Key = uint64_t;
-// A globally unique transaction id, increasing in sequence order; never reused.
-using TxnId = uint64_t;
-
-inline constexpr Key MakeKey(uint32_t table, uint64_t row) {
-  return (static_cast<uint64_t>(table) << 56) | (row & ((uint64_t{1} << 56) - 1));
-}
-inline constexpr uint32_t KeyTable(Key k) { return static_cast<uint32_t>(k >> 56); }
-inline constexpr uint64_t KeyRow(Key k) { return k & ((uint64_t{1} << 56) - 1); }
 
 enum class LockMode : uint8_t { kShared = 0, kExclusive = 1 };
 
