@@ -1,0 +1,216 @@
+// End-to-end determinism: seeded random workloads (hot keys, reads and
+// writes mixed, blind writes, read-only and multi-partition txns) run through
+// the engine under every lock manager with 1, 2 and 4 workers and 1 and 3
+// partitions. Every txn's result and the final state digest must equal the
+// serial executor's on the same global order (G3 of LOCKING.md).
+//
+// DETDB_E2E_TXNS sets txns per run (default 3000).
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "bench/micro.h"
+#include "common/hash.h"
+#include "scheduler/engine.h"
+#include "scheduler/serial_executor.h"
+#include "storage/micro_table.h"
+
+namespace detdb {
+namespace {
+
+constexpr uint32_t kRandomTxnType = 2;
+constexpr uint64_t kRecordsPerPartition = 64;
+
+int TxnsPerRun() {
+  const char* v = std::getenv("DETDB_E2E_TXNS");
+  return v != nullptr ? std::atoi(v) : 3000;
+}
+
+// Reads every key of the read set; writes every key of the write set (blind
+// writes included) with a value derived from all reads, the key and the id.
+// Aborts (deterministically) when the reads hash to 0 mod 97.
+absl::Status RandomProcedure(TxnContext* ctx, std::string* result) {
+  uint64_t acc = 0;
+  for (Key k : ctx->txn().read_set()) {
+    auto v = ctx->Read(k);
+    if (!v.ok()) return v.status();
+    uint64_t x;
+    std::memcpy(&x, v->data(), 8);
+    acc = Mix64(acc + x);
+  }
+  if (acc % 97 == 0 && ctx->txn().read_set_size() > 0) return absl::AbortedError("unlucky reads");
+  for (Key k : ctx->txn().write_set()) {
+    const uint64_t nv = Mix64(acc ^ k ^ ctx->txn().id());
+    absl::Status s = ctx->Write(k, std::string_view(reinterpret_cast<const char*>(&nv), 8));
+    if (!s.ok()) return s;
+  }
+  result->assign(reinterpret_cast<const char*>(&acc), 8);
+  return absl::OkStatus();
+}
+
+std::vector<pb::Txn> RandomTxns(uint64_t seed, int n, uint32_t partitions, uint32_t client) {
+  std::mt19937_64 rng(seed);
+  std::vector<pb::Txn> out;
+  const uint64_t rows = kRecordsPerPartition * partitions;
+  auto key = [&]() -> Key {
+    const uint64_t r = rng() % 4 == 0 ? rng() % (2 * partitions) : rng() % rows;  // hot rows
+    return MakeKey(kMicroTable, r);
+  };
+  for (int i = 0; i < n; ++i) {
+    pb::Txn t;
+    t.set_client_id(client);
+    t.set_client_seq(i);
+    if (rng() % 2 == 0) {
+      t.set_type(kRandomTxnType);
+      const int nr = static_cast<int>(rng() % 4), nw = static_cast<int>(rng() % 3);
+      for (int j = 0; j < nr; ++j) t.add_read_set(key());
+      for (int j = 0; j < nw; ++j) t.add_write_set(key());
+      if (nr + nw == 0) t.add_read_set(key());
+    } else {
+      t.set_type(kMicroTxnType);
+      const int nk = 1 + static_cast<int>(rng() % 5);
+      for (int j = 0; j < nk; ++j) {
+        const Key k = key();
+        t.add_read_set(k);
+        if (rng() % 2) t.add_write_set(k);
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+class ResultCollector : public TxnClient {
+ public:
+  void OnResult(const pb::TxnResult& r) override {
+    std::lock_guard<std::mutex> l(mu);
+    ++count;
+    if (!by_seq.emplace(r.client_seq(), r).second) duplicate = true;
+  }
+  std::mutex mu;
+  int count = 0;
+  bool duplicate = false;
+  std::map<uint64_t, pb::TxnResult> by_seq;
+};
+
+struct Case {
+  std::string lock_manager;
+  uint32_t workers;
+  uint32_t partitions;
+};
+
+class EngineDeterminismTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EngineDeterminismTest, ResultsAndDigestEqualTheSerialExecutor) {
+  const Case c = GetParam();
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  ASSERT_TRUE(procs.Register(kRandomTxnType, "random", &RandomProcedure).ok());
+  ModPartitioner parts(c.partitions);
+  EngineOptions o;
+  o.workers = c.workers;
+  o.lock_manager = c.lock_manager;
+  o.lock.table_size = 64;  // hash collisions on purpose
+  o.lock.max_active = 50;
+  o.epoch_us = 200;
+  o.record_history = true;
+  auto engine = Engine::Create(o, &parts, &procs);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  for (PartitionId p = 0; p < c.partitions; ++p)
+    ASSERT_TRUE(LoadMicroTable((*engine)->store(p), parts, p, kRecordsPerPartition).ok());
+  ResultCollector client;
+  const uint64_t client_id = (*engine)->RegisterClient(&client);
+  const int n = TxnsPerRun();
+  std::vector<pb::Txn> txns = RandomTxns(42 + c.partitions, n, c.partitions, client_id);
+  ASSERT_TRUE((*engine)->Start().ok());
+  for (size_t i = 0; i < txns.size(); i += 37) {  // submit in small groups
+    std::vector<pb::Txn> group(txns.begin() + i, txns.begin() + std::min(txns.size(), i + 37));
+    ASSERT_TRUE((*engine)->SubmitMany(&group).ok());
+  }
+  ASSERT_TRUE((*engine)->Stop().ok());
+  ASSERT_EQ(client.count, n) << "every txn answered exactly once";
+  ASSERT_FALSE(client.duplicate);
+
+  // The oracle: the same global order, one txn at a time.
+  std::vector<std::unique_ptr<PartitionStore>> stores;
+  std::vector<PartitionStore*> raw;
+  for (PartitionId p = 0; p < c.partitions; ++p) {
+    stores.push_back(std::make_unique<PartitionStore>());
+    ASSERT_TRUE(LoadMicroTable(stores.back().get(), parts, p, kRecordsPerPartition).ok());
+    raw.push_back(stores.back().get());
+  }
+  SerialExecutor serial(&parts, &procs, raw);
+  int executed = 0, aborted = 0;
+  for (const auto& batch : (*engine)->history()) {
+    for (const pb::Txn& t : batch->txns()) {
+      pb::TxnResult want = serial.Execute(t);
+      const pb::TxnResult& got = client.by_seq.at(t.client_seq());
+      ASSERT_EQ(got.txn_id(), t.id());
+      ASSERT_EQ(got.status(), want.status()) << "txn " << t.id();
+      ASSERT_EQ(got.result(), want.result()) << "txn " << t.id();
+      aborted += want.status() != pb::STATUS_OK;
+      ++executed;
+    }
+  }
+  EXPECT_EQ(executed, n);
+  EXPECT_GT(aborted, 0) << "the workload should exercise deterministic aborts";
+  for (PartitionId p = 0; p < c.partitions; ++p)
+    EXPECT_EQ((*engine)->store(p)->Digest(), raw[p]->Digest()) << "partition " << p;
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> out;
+  for (const std::string& lm : LockManagerNames())
+    for (uint32_t w : {1u, 2u, 4u})
+      for (uint32_t p : {1u, 3u}) out.push_back({lm, w, p});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLockManagers, EngineDeterminismTest, ::testing::ValuesIn(AllCases()),
+                         [](const auto& info) {
+                           return info.param.lock_manager + "_w" + std::to_string(info.param.workers) +
+                                  "_p" + std::to_string(info.param.partitions);
+                         });
+
+TEST(Engine, RejectsBadInputBeforeSequencing) {
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  ModPartitioner parts(1);
+  auto engine = Engine::Create(EngineOptions{}, &parts, &procs);
+  ASSERT_TRUE(engine.ok());
+  ASSERT_TRUE(LoadMicroTable((*engine)->store(0), parts, 0, 100).ok());
+  ResultCollector client;
+  const uint64_t id = (*engine)->RegisterClient(&client);
+  ASSERT_TRUE((*engine)->Start().ok());
+  pb::Txn bad_type;
+  bad_type.set_type(999);
+  bad_type.set_client_id(id);
+  bad_type.add_read_set(MakeKey(kMicroTable, 1));
+  EXPECT_EQ((*engine)->Submit(bad_type).code(), absl::StatusCode::kInvalidArgument);
+  pb::Txn bad_table;
+  bad_table.set_type(kMicroTxnType);
+  bad_table.set_client_id(id);
+  bad_table.add_read_set(MakeKey(77, 1));
+  EXPECT_EQ((*engine)->Submit(bad_table).code(), absl::StatusCode::kInvalidArgument);
+  pb::Txn bad_client;
+  bad_client.set_type(kMicroTxnType);
+  bad_client.set_client_id(id + 5);
+  EXPECT_EQ((*engine)->Submit(bad_client).code(), absl::StatusCode::kInvalidArgument);
+  pb::Txn good;
+  good.set_type(kMicroTxnType);
+  good.set_client_id(id);
+  good.add_read_set(MakeKey(kMicroTable, 3));
+  good.add_write_set(MakeKey(kMicroTable, 3));
+  EXPECT_TRUE((*engine)->Submit(good).ok());
+  ASSERT_TRUE((*engine)->Stop().ok());
+  EXPECT_EQ(client.count, 1) << "only the valid txn ran";
+  EXPECT_EQ((*engine)->stats().rejected, 3u);
+  EXPECT_FALSE((*engine)->Submit(good).ok()) << "refused after stop";
+}
+
+}  // namespace
+}  // namespace detdb

@@ -1,0 +1,397 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+namespace detdb {
+
+std::vector<PartitionId> ParticipantsOf(const pb::Txn& txn) {
+  std::vector<PartitionId> out(txn.readers().begin(), txn.readers().end());
+  out.insert(out.end(), txn.writers().begin(), txn.writers().end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn) {
+  if (txn.writers_size() > 0) return {txn.writers().begin(), txn.writers().end()};
+  if (txn.readers_size() > 0) return {txn.readers(0)};
+  return {0};
+}
+
+namespace {
+template <typename C>
+bool Has(const C& c, PartitionId p) {
+  return std::find(c.begin(), c.end(), p) != c.end();
+}
+}  // namespace
+
+// Everything one partition knows about one admitted txn. Pooled by the lock
+// thread; between dispatch and done it belongs to one worker at a time (or
+// to the parked map).
+struct Scheduler::TxnState {
+  struct Value {
+    Key key;
+    bool found;
+    std::string bytes;
+  };
+  LockTxn lt;
+  const pb::Txn* txn = nullptr;
+  std::vector<Key> local_reads, local_writes;
+  bool reader = false, executor = false, coordinator = false, resumed = false;
+  uint32_t remote_expected = 0, remote_received = 0;
+  std::vector<Value> reads;                            // local, then remote
+  std::vector<std::pair<Key, std::string>> writes;     // buffered by the procedure
+};
+
+// The TxnContext a procedure runs against at this partition.
+class Scheduler::ExecContext final : public TxnContext {
+ public:
+  ExecContext(TxnState* st, PartitionStore* store) : st_(st), store_(store) {}
+  const pb::Txn& txn() const override { return *st_->txn; }
+
+  absl::StatusOr<std::string_view> Read(Key key) override {
+    for (const TxnState::Value& v : st_->reads) {
+      if (v.key != key) continue;
+      if (!v.found) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+      return std::string_view(v.bytes);
+    }
+    return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
+  }
+
+  absl::Status Write(Key key, std::string_view value) override {
+    const auto& ws = st_->txn->write_set();
+    if (std::find(ws.begin(), ws.end(), key) == ws.end())
+      return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's write set"));
+    const Table* table = store_->GetTable(KeyTable(key));
+    if (table == nullptr) return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
+    if (value.size() != table->value_size())
+      return absl::InvalidArgumentError(absl::StrCat("value of ", value.size(), " bytes for table ",
+                                                     KeyTable(key), " of ", table->value_size()));
+    for (auto& [k, v] : st_->writes) {
+      if (k == key) {
+        v.assign(value.data(), value.size());
+        return absl::OkStatus();
+      }
+    }
+    st_->writes.emplace_back(key, std::string(value));
+    return absl::OkStatus();
+  }
+
+ private:
+  TxnState* const st_;
+  PartitionStore* const store_;
+};
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerOptions& options,
+                                                             PartitionStore* store,
+                                                             const Partitioner* partitioner,
+                                                             const ProcedureRegistry* procedures,
+                                                             Transport* transport, ReplySink* replies) {
+  if (options.workers == 0) return absl::InvalidArgumentError("a scheduler needs at least one worker");
+  if (options.num_sequencers == 0) return absl::InvalidArgumentError("at least one sequencer");
+  if (options.partition >= partitioner->num_partitions())
+    return absl::InvalidArgumentError(absl::StrCat("partition ", options.partition, " out of range"));
+  auto lm = NewLockManager(options.lock_manager, options.lock);
+  if (!lm.ok()) return lm.status();
+  return std::unique_ptr<Scheduler>(new Scheduler(options, store, partitioner, procedures, transport,
+                                                  replies, std::move(*lm)));
+}
+
+Scheduler::Scheduler(const SchedulerOptions& options, PartitionStore* store, const Partitioner* partitioner,
+                     const ProcedureRegistry* procedures, Transport* transport, ReplySink* replies,
+                     std::unique_ptr<LockManager> lm)
+    : options_(options),
+      store_(store),
+      partitioner_(partitioner),
+      procedures_(procedures),
+      transport_(transport),
+      replies_(replies),
+      lm_(std::move(lm)),
+      next_(options.first_epoch, 0) {
+  transport_->RegisterReceiver(options_.partition, this);
+}
+
+Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::Start() {
+  CHECK(!lock_thread_.joinable()) << "scheduler started twice";
+  lock_thread_ = std::thread([this] { LockThread(); });
+  for (uint32_t i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { WorkerThread(); });
+}
+
+void Scheduler::Stop() {
+  stop_.store(true);
+  lock_notifier_.Notify();
+  for (size_t i = 0; i < workers_.size(); ++i) ready_q_.WakeAll();
+  if (lock_thread_.joinable()) lock_thread_.join();
+  for (std::thread& w : workers_) w.join();
+  workers_.clear();
+}
+
+bool Scheduler::IsQuiescent() const { return active_ == 0 && lm_->IsQuiescent(); }
+
+void Scheduler::Enqueue(SubBatchRef sub_batch) {
+  {
+    std::lock_guard<std::mutex> l(in_mu_);
+    const auto key = std::make_pair(sub_batch.epoch, sub_batch.sequencer_id);
+    if (key < next_ || pending_.contains(key)) {
+      LOG(ERROR) << "partition " << options_.partition << ": dropping duplicate sub-batch (epoch "
+                 << key.first << ", sequencer " << key.second << ")";
+      return;
+    }
+    pending_.emplace(key, std::move(sub_batch));
+  }
+  lock_notifier_.Notify();
+}
+
+// The next txn in merge order, or nullptr if its sub-batch has not arrived.
+const pb::Txn* Scheduler::NextInput() {
+  while (cursor_ == current_.txns.size()) {
+    std::lock_guard<std::mutex> l(in_mu_);
+    auto it = pending_.find(next_);
+    if (it == pending_.end()) return nullptr;  // wait for it: never skip
+    current_ = std::move(it->second);
+    pending_.erase(it);
+    cursor_ = 0;
+    if (++next_.second == options_.num_sequencers) next_ = {next_.first + 1, 0};
+  }
+  return current_.txns[cursor_++];
+}
+
+Scheduler::TxnState* Scheduler::NewState(const pb::Txn* txn) {
+  TxnState* st;
+  if (free_states_.empty()) {
+    all_states_.push_back(std::make_unique<TxnState>());
+    st = all_states_.back().get();
+  } else {
+    st = free_states_.back();
+    free_states_.pop_back();
+  }
+  const PartitionId self = options_.partition;
+  st->txn = txn;
+  st->local_reads.clear();
+  st->local_writes.clear();
+  for (Key k : txn->read_set())
+    if (partitioner_->PartitionOf(k) == self) st->local_reads.push_back(k);
+  for (Key k : txn->write_set())
+    if (partitioner_->PartitionOf(k) == self) st->local_writes.push_back(k);
+  const std::vector<PartitionId> executors = ExecutorsOf(*txn);
+  st->reader = !st->local_reads.empty();
+  st->executor = Has(executors, self);
+  st->coordinator = executors[0] == self;
+  st->resumed = false;
+  st->remote_expected = 0;
+  if (st->executor)
+    for (PartitionId r : txn->readers()) st->remote_expected += r != self;
+  st->remote_received = 0;
+  st->reads.clear();
+  st->writes.clear();
+  st->lt.id = txn->id();
+  st->lt.reads = st->local_reads;
+  st->lt.writes = st->local_writes;
+  st->lt.user = st;
+  return st;
+}
+
+void Scheduler::FreeState(TxnState* st) {
+  st->txn = nullptr;
+  free_states_.push_back(st);
+}
+
+void Scheduler::LockThread() {
+  ReadyList ready;
+  std::vector<TxnState*> done, to_workers;
+  bool input_idle = false;
+  while (!stop_.load(std::memory_order_acquire)) {
+    bool progress = false;
+    {
+      std::lock_guard<std::mutex> l(done_mu_);
+      done.swap(done_);
+    }
+    for (TxnState* st : done) {  // releases first: they unblock work
+      lm_->Release(&st->lt, &ready);
+      FreeState(st);
+      --active_;
+    }
+    progress |= !done.empty();
+    done.clear();
+    for (int n = 0; n < 512 && lm_->CanAdmit(); ++n) {
+      const pb::Txn* txn = NextInput();
+      input_idle = txn == nullptr;
+      if (input_idle) break;
+      TxnState* st = NewState(txn);
+      ++active_;
+      const bool granted = lm_->Lock(&st->lt, &ready);
+      admitted_.fetch_add(1, std::memory_order_relaxed);
+      active_sum_.fetch_add(active_, std::memory_order_relaxed);
+      if (!granted) blocked_at_admission_.fetch_add(1, std::memory_order_relaxed);
+      progress = true;
+    }
+    lm_->Poll(input_idle || !lm_->CanAdmit(), &ready);
+    if (!ready.empty()) {
+      for (LockTxn* lt : ready) to_workers.push_back(static_cast<TxnState*>(lt->user));
+      ready.clear();
+      ready_q_.PushBatch(&to_workers);
+      progress = true;
+    }
+    if (!progress) lock_notifier_.Wait();
+  }
+}
+
+void Scheduler::WorkerThread() {
+  std::vector<TxnState*> items, finished;
+  while (!stop_.load(std::memory_order_acquire)) {
+    items.clear();
+    if (ready_q_.PopBatch(8, &items) == 0) continue;
+    for (TxnState* st : items)
+      if (Process(st)) finished.push_back(st);
+    if (!finished.empty()) {
+      {
+        std::lock_guard<std::mutex> l(done_mu_);
+        done_.insert(done_.end(), finished.begin(), finished.end());
+      }
+      finished.clear();
+      lock_notifier_.Notify();
+    }
+  }
+}
+
+bool Scheduler::Process(TxnState* st) {
+  if (!st->resumed) {
+    ReadLocal(st);
+    if (st->reader) SendReads(st);
+    if (!st->executor) {  // passive participant: release as soon as reads are sent
+      passive_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    if (st->remote_received < st->remote_expected) {
+      std::lock_guard<std::mutex> l(remote_mu_);
+      auto it = early_.find(st->txn->id());
+      if (it != early_.end()) {  // reads that arrived before the txn was dispatched
+        for (pb::RemoteReads& msg : it->second) AddRemote(st, &msg);
+        early_.erase(it);
+      }
+      if (st->remote_received < st->remote_expected) {
+        parked_.emplace(st->txn->id(), st);  // WAITING: the worker moves on
+        parked_count_.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      }
+    }
+  }
+  Execute(st);
+  return true;
+}
+
+void Scheduler::ReadLocal(TxnState* st) {
+  for (Key k : st->local_reads) {
+    const Record* r = store_->Get(k);
+    if (r == nullptr) {
+      st->reads.push_back({k, false, std::string()});
+    } else {
+      const Table* t = store_->GetTable(KeyTable(k));
+      st->reads.push_back({k, true, std::string(r->value(), t->value_size())});
+    }
+  }
+}
+
+void Scheduler::SendReads(TxnState* st) {
+  const std::vector<PartitionId> executors = ExecutorsOf(*st->txn);
+  const size_t n_local = st->reads.size();
+  for (PartitionId to : executors) {
+    if (to == options_.partition) continue;
+    pb::RemoteReads msg;
+    msg.set_txn_id(st->txn->id());
+    msg.set_from_partition(options_.partition);
+    for (size_t i = 0; i < n_local; ++i) {
+      pb::KeyValue* kv = msg.add_reads();
+      kv->set_key(st->reads[i].key);
+      kv->set_found(st->reads[i].found);
+      kv->set_value(st->reads[i].bytes);
+    }
+    transport_->Send(to, std::move(msg));
+  }
+}
+
+void Scheduler::AddRemote(TxnState* st, pb::RemoteReads* msg) {
+  for (pb::KeyValue& kv : *msg->mutable_reads())
+    st->reads.push_back({kv.key(), kv.found(), std::move(*kv.mutable_value())});
+  ++st->remote_received;
+}
+
+void Scheduler::OnRemoteReads(pb::RemoteReads msg) {
+  TxnState* resume = nullptr;
+  {
+    std::lock_guard<std::mutex> l(remote_mu_);
+    auto it = parked_.find(msg.txn_id());
+    if (it == parked_.end()) {
+      early_[msg.txn_id()].push_back(std::move(msg));  // kept until the txn is dispatched
+      return;
+    }
+    TxnState* st = it->second;
+    AddRemote(st, &msg);
+    if (st->remote_received == st->remote_expected) {
+      parked_.erase(it);
+      st->resumed = true;
+      resume = st;
+    }
+  }
+  if (resume != nullptr) ready_q_.Push(resume);
+}
+
+void Scheduler::Execute(TxnState* st) {
+  const pb::Txn& txn = *st->txn;
+  std::string result;
+  absl::Status s;
+  Procedure proc = procedures_->Find(txn.type());
+  if (proc == nullptr) {
+    s = absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));
+  } else {
+    ExecContext ctx(st, store_);
+    s = proc(&ctx, &result);
+  }
+  if (s.ok()) {
+    for (const auto& [key, value] : st->writes) {  // apply local writes only
+      if (partitioner_->PartitionOf(key) != options_.partition) continue;
+      Record* r = store_->Get(key);
+      if (r == nullptr) r = store_->Insert(key);
+      CHECK(r != nullptr) << "insert of key " << key << " failed";
+      std::memcpy(r->value(), value.data(), value.size());
+    }
+    committed_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    aborted_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (st->coordinator) {
+    pb::TxnResult r;
+    r.set_txn_id(txn.id());
+    r.set_client_id(txn.client_id());
+    r.set_client_seq(txn.client_seq());
+    if (s.ok()) {
+      r.set_status(pb::STATUS_OK);
+      r.set_result(std::move(result));
+    } else {
+      r.set_status(pb::STATUS_ABORTED);
+      r.set_error(std::string(s.message()));
+    }
+    replies_->OnTxnResult(txn, std::move(r));
+  }
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  s.admitted = admitted_.load();
+  s.blocked_at_admission = blocked_at_admission_.load();
+  s.committed = committed_.load();
+  s.aborted = aborted_.load();
+  s.passive = passive_.load();
+  s.parked = parked_count_.load();
+  s.avg_active = s.admitted == 0 ? 0 : static_cast<double>(active_sum_.load()) / s.admitted;
+  return s;
+}
+
+}  // namespace detdb

@@ -1,0 +1,172 @@
+// Scheduler: the per-partition stage that turns the global order into
+// execution. One lock thread runs the partition's LockManager; a pool of
+// workers executes the txns it grants.
+//
+// INPUT:  Enqueue(sub-batch): the txns of one (epoch, sequencer) touching
+//         this partition, from any thread. Sub-batches are merged in
+//         (epoch, sequencer id) order; a missing one is waited for, never
+//         skipped. OnRemoteReads(msg): another participant's reads.
+// OUTPUT: Transport::Send of this partition's local reads to the txn's other
+//         active participants; ReplySink::OnTxnResult for the txns this
+//         partition coordinates (the first active participant).
+//
+// A txn's way here: lock thread admits it (LockManager::Lock) -> granted ->
+// worker reads its local keys, sends them to the other active participants;
+// a passive participant (reads only) is done at once; an active one runs the
+// stored procedure when every remote read is in. A txn missing remote reads
+// is parked (state WAITING) and the worker takes other work; the message
+// that completes it puts it back on the worker queue. Finished txns go back
+// to the lock thread, which releases their locks.
+//
+// Threads: 1 lock thread + `workers` worker threads, all of which sleep when
+// idle. Thread-safety: Enqueue and OnRemoteReads are thread-safe.
+#ifndef DETDB_SCHEDULER_SCHEDULER_H_
+#define DETDB_SCHEDULER_SCHEDULER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "common/notifier.h"
+#include "common/partitioner.h"
+#include "common/work_queue.h"
+#include "lockmgr/lock_manager.h"
+#include "proto/detdb.pb.h"
+#include "scheduler/procedure.h"
+#include "scheduler/transport.h"
+#include "storage/partition_store.h"
+
+namespace detdb {
+
+// The txns of one (epoch, sequencer) that touch one partition, in id order.
+struct SubBatchRef {
+  uint64_t epoch = 0;
+  uint32_t sequencer_id = 0;
+  std::shared_ptr<const void> owner;  // keeps the txns alive
+  std::vector<const pb::Txn*> txns;
+};
+
+class ReplySink {
+ public:
+  virtual ~ReplySink() = default;
+  // Called once per txn, by a worker of the txn's coordinating partition.
+  virtual void OnTxnResult(const pb::Txn& txn, pb::TxnResult result) = 0;
+};
+
+// The partitions that take part in txn (readers and writers), and those that
+// execute it: the writers, or for a read-only txn its first reader. A txn
+// with no keys is run by partition 0.
+std::vector<PartitionId> ParticipantsOf(const pb::Txn& txn);
+std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn);
+
+struct SchedulerOptions {
+  PartitionId partition = 0;
+  uint32_t workers = 1;
+  std::string lock_manager = "dclp";
+  LockManagerOptions lock;
+  uint32_t num_sequencers = 1;
+  uint64_t first_epoch = 1;
+};
+
+struct SchedulerStats {
+  uint64_t admitted = 0;
+  uint64_t blocked_at_admission = 0;
+  uint64_t committed = 0;  // executed here with OK (coordinator or not)
+  uint64_t aborted = 0;    // executed here, procedure returned an error
+  uint64_t passive = 0;    // read-only participations finished after sending reads
+  uint64_t parked = 0;     // times a txn waited for remote reads
+  double avg_active = 0;   // admitted, unreleased txns, averaged over admissions
+};
+
+class Scheduler final : public RemoteReadsReceiver {
+ public:
+  // Everything passed must outlive the scheduler.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerOptions& options,
+                                                           PartitionStore* store,
+                                                           const Partitioner* partitioner,
+                                                           const ProcedureRegistry* procedures,
+                                                           Transport* transport, ReplySink* replies);
+  ~Scheduler() override;
+
+  void Start();
+  // Stops the threads. Txns not finished are abandoned (the engine drains
+  // first); IsQuiescent() tells whether any were.
+  void Stop();
+
+  void Enqueue(SubBatchRef sub_batch);
+  void OnRemoteReads(pb::RemoteReads msg) override;
+
+  SchedulerStats stats() const;
+  // Lock manager statistics; REQUIRES: stopped.
+  LockStats lock_stats() const { return lm_->stats(); }
+  // REQUIRES: stopped. True iff no txn is admitted or parked.
+  bool IsQuiescent() const;
+
+ private:
+  struct TxnState;
+  class ExecContext;
+
+  Scheduler(const SchedulerOptions& options, PartitionStore* store, const Partitioner* partitioner,
+            const ProcedureRegistry* procedures, Transport* transport, ReplySink* replies,
+            std::unique_ptr<LockManager> lm);
+
+  void LockThread();
+  void WorkerThread();
+  const pb::Txn* NextInput();
+  TxnState* NewState(const pb::Txn* txn);
+  void FreeState(TxnState* st);
+  // Worker side. Returns true if st finished here (push it to done).
+  bool Process(TxnState* st);
+  void ReadLocal(TxnState* st);
+  void SendReads(TxnState* st);
+  void Execute(TxnState* st);
+  static void AddRemote(TxnState* st, pb::RemoteReads* msg);
+
+  const SchedulerOptions options_;
+  PartitionStore* const store_;
+  const Partitioner* const partitioner_;
+  const ProcedureRegistry* const procedures_;
+  Transport* const transport_;
+  ReplySink* const replies_;
+  const std::unique_ptr<LockManager> lm_;  // lock thread only
+
+  std::atomic<bool> stop_{false};
+  Notifier lock_notifier_;  // wakes the lock thread: new input or finished txns
+
+  // Input: sub-batches waiting to be merged, by (epoch, sequencer).
+  std::mutex in_mu_;
+  std::map<std::pair<uint64_t, uint32_t>, SubBatchRef> pending_;  // guarded by in_mu_
+  // Lock thread only:
+  std::pair<uint64_t, uint32_t> next_;  // next (epoch, sequencer) to merge
+  SubBatchRef current_;
+  size_t cursor_ = 0;
+  std::vector<std::unique_ptr<TxnState>> all_states_;
+  std::vector<TxnState*> free_states_;
+  uint64_t active_ = 0;
+
+  WorkQueue<TxnState*> ready_q_;  // lock thread -> workers (fresh and resumed txns)
+  std::mutex done_mu_;
+  std::vector<TxnState*> done_;   // workers -> lock thread; guarded by done_mu_
+
+  // Remote reads: parked txns and reads that arrived before their txn.
+  std::mutex remote_mu_;
+  absl::flat_hash_map<TxnId, TxnState*> parked_;                        // guarded by remote_mu_
+  absl::flat_hash_map<TxnId, std::vector<pb::RemoteReads>> early_;      // guarded by remote_mu_
+
+  std::atomic<uint64_t> admitted_{0}, blocked_at_admission_{0}, committed_{0}, aborted_{0},
+      passive_{0}, parked_count_{0}, active_sum_{0};
+
+  std::thread lock_thread_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace detdb
+
+#endif  // DETDB_SCHEDULER_SCHEDULER_H_

@@ -1,0 +1,50 @@
+#include "sequencer/epoch_batcher.h"
+
+#include <algorithm>
+
+#include "glog/logging.h"
+
+namespace detdb {
+
+EpochBatcher::EpochBatcher(uint32_t sequencer_id, const Partitioner* partitioner, uint64_t first_epoch)
+    : sequencer_id_(sequencer_id), partitioner_(partitioner), epoch_(first_epoch) {
+  CHECK_LT(sequencer_id, kMaxSequencers);
+  batch_ = std::make_shared<pb::Batch>();
+  batch_->set_sequencer_id(sequencer_id_);
+  batch_->set_epoch(epoch_);
+}
+
+namespace {
+// Sorted, deduplicated partitions of `keys`.
+void PartitionsOf(const google::protobuf::RepeatedField<uint64_t>& keys, const Partitioner& p,
+                  std::vector<uint32_t>* scratch, google::protobuf::RepeatedField<uint32_t>* out) {
+  scratch->clear();
+  for (uint64_t k : keys) scratch->push_back(p.PartitionOf(k));
+  std::sort(scratch->begin(), scratch->end());
+  scratch->erase(std::unique(scratch->begin(), scratch->end()), scratch->end());
+  out->Clear();
+  for (uint32_t x : *scratch) out->Add(x);
+}
+}  // namespace
+
+bool EpochBatcher::Add(pb::Txn* txn) {
+  const int index = batch_->txns_size();
+  if (static_cast<uint32_t>(index) >= kMaxTxnsPerEpoch) return false;
+  pb::Txn* t = batch_->add_txns();
+  t->Swap(txn);
+  t->set_id(MakeTxnId(epoch_, sequencer_id_, static_cast<uint32_t>(index)));
+  PartitionsOf(t->read_set(), *partitioner_, &scratch_, t->mutable_readers());
+  PartitionsOf(t->write_set(), *partitioner_, &scratch_, t->mutable_writers());
+  return true;
+}
+
+std::shared_ptr<pb::Batch> EpochBatcher::Close() {
+  std::shared_ptr<pb::Batch> out = std::move(batch_);
+  ++epoch_;
+  batch_ = std::make_shared<pb::Batch>();
+  batch_->set_sequencer_id(sequencer_id_);
+  batch_->set_epoch(epoch_);
+  return out;
+}
+
+}  // namespace detdb

@@ -1,0 +1,81 @@
+// Sequencer: collects client txns and, every epoch_us, closes an epoch and
+// emits its batch (empty ones too, so schedulers can advance).
+//
+// INPUT:  Submit()/SubmitMany() from any thread (clients, the network).
+// OUTPUT: BatchSink::OnBatch(batch) once per epoch, in epoch order, on the
+//         sequencer's own thread. The batch is self-contained: the unit the
+//         input log persists and that is split into per-partition sub-batches.
+//
+// The stage's logic is EpochBatcher; this class is the thread that runs it.
+// Thread-safety: Submit* are thread-safe; Start/Stop from one owner thread.
+#ifndef DETDB_SEQUENCER_SEQUENCER_H_
+#define DETDB_SEQUENCER_SEQUENCER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/partitioner.h"
+#include "proto/detdb.pb.h"
+#include "sequencer/epoch_batcher.h"
+
+namespace detdb {
+
+class BatchSink {
+ public:
+  virtual ~BatchSink() = default;
+  // Called on the sequencer thread, once per epoch, in epoch order.
+  virtual void OnBatch(std::shared_ptr<const pb::Batch> batch) = 0;
+};
+
+struct SequencerOptions {
+  uint32_t sequencer_id = 0;
+  uint64_t epoch_us = 1000;         // epoch length
+  size_t max_pending = 1u << 20;    // submitted, not yet batched; more is refused
+};
+
+class Sequencer {
+ public:
+  // partitioner and sink must outlive the sequencer.
+  Sequencer(const SequencerOptions& options, const Partitioner* partitioner, BatchSink* sink);
+  ~Sequencer();  // stops
+
+  void Start();
+  // Closes a last epoch holding everything submitted so far, then stops.
+  // Submissions after Stop() are refused.
+  void Stop();
+
+  // Queues txn for the next epoch. Unavailable when stopped or overloaded.
+  absl::Status Submit(pb::Txn txn);
+  // Queues every txn of *txns (in order) and clears it; all or none.
+  absl::Status SubmitMany(std::vector<pb::Txn>* txns);
+
+  uint64_t epochs_closed() const { return epochs_closed_.load(std::memory_order_relaxed); }
+
+ private:
+  void Run();
+  void CloseEpoch();
+
+  const SequencerOptions options_;
+  BatchSink* const sink_;
+  EpochBatcher batcher_;  // sequencer thread only
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<pb::Txn> incoming_;  // guarded by mu_
+  bool stopping_ = false;          // guarded by mu_
+  bool accepting_ = true;          // guarded by mu_
+  std::vector<pb::Txn> carry_;     // sequencer thread: txns that did not fit an epoch
+  std::vector<pb::Txn> taken_;     // sequencer thread: scratch
+  std::atomic<uint64_t> epochs_closed_{0};
+  std::thread thread_;
+};
+
+}  // namespace detdb
+
+#endif  // DETDB_SEQUENCER_SEQUENCER_H_

@@ -1,0 +1,92 @@
+// PartitionStore: every table of one partition, by table id.
+//
+//   PartitionStore store;
+//   Table* t = store.CreateTable({.id = 1, .name = "micro", .value_size = 8}).value();
+//   Record* r = store.Insert(MakeKey(1, 7));   // dispatches on KeyTable(k)
+//   uint64_t d = store.Digest();               // same contents, same digest
+//
+// Tables are kept in a 256-entry array indexed by table id (the top 8 bits
+// of a key), so finding a key's table costs one load.
+//
+// Thread-safety: CreateTable must not run concurrently with anything else
+// on the store (tables are created when a partition is set up, before its
+// workers start). After that, Get/Insert/Erase (and the same calls on the
+// tables) follow Table's rules: concurrent on different keys from any
+// thread. Digest, ReclaimErased and the destructor require that no writer
+// runs.
+#ifndef DETDB_STORAGE_PARTITION_STORE_H_
+#define DETDB_STORAGE_PARTITION_STORE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/types.h"
+#include "storage/table.h"
+
+namespace detdb {
+
+class PartitionStore {
+ public:
+  PartitionStore() = default;
+  PartitionStore(const PartitionStore&) = delete;
+  PartitionStore& operator=(const PartitionStore&) = delete;
+
+  // Creates an empty table. AlreadyExists if a table has options.id;
+  // InvalidArgument for options Table::ValidateOptions rejects. On error
+  // the store is unchanged. The table lives as long as the store.
+  absl::StatusOr<Table*> CreateTable(const TableOptions& options);
+
+  // The table with this id, or nullptr.
+  Table* GetTable(uint32_t id) const { return id < tables_.size() ? tables_[id].get() : nullptr; }
+
+  // Ids of the tables, increasing.
+  std::vector<uint32_t> table_ids() const;
+
+  // The record of k, or nullptr if it or its table (KeyTable(k)) is absent.
+  Record* Get(Key k) const {
+    const Table* t = tables_[KeyTable(k)].get();
+    return t == nullptr ? nullptr : t->Get(k);
+  }
+
+  // Table::Insert on the table of k; nullptr if that table does not exist.
+  Record* Insert(Key k) {
+    Table* t = tables_[KeyTable(k)].get();
+    return t == nullptr ? nullptr : t->Insert(k);
+  }
+
+  // Table::Erase on the table of k; false if that table does not exist.
+  bool Erase(Key k) {
+    Table* t = tables_[KeyTable(k)].get();
+    return t != nullptr && t->Erase(k);
+  }
+
+  // Table::ReclaimErased on every table; returns the records reclaimed.
+  // REQUIRES: a quiescent point (see Table::ReclaimErased).
+  size_t ReclaimErased();
+
+  // A 64-bit XXH3 hash of the contents: for every table in increasing id
+  // order its id, value size and record count, then for every record in
+  // increasing key order its key and value bytes (integers little-endian).
+  // Equal for equal contents whatever the order of inserts, bucket counts
+  // or memory layout; an empty table counts as content.
+  // REQUIRES: no concurrent Insert or Erase.
+  uint64_t Digest() const;
+
+  // Records in all tables.
+  uint64_t size() const;
+
+  // Heap bytes held by the store and its tables.
+  size_t memory_bytes() const;
+
+ private:
+  // KeyTable(k) < 256 for every key, so lookups need no bounds check.
+  std::array<std::unique_ptr<Table>, Table::kMaxTableId + 1> tables_;
+};
+
+}  // namespace detdb
+
+#endif  // DETDB_STORAGE_PARTITION_STORE_H_
