@@ -41,6 +41,7 @@ struct Scheduler::TxnState {
   };
   LockTxn lt;
   const pb::Txn* txn = nullptr;
+  std::shared_ptr<const void> owner;  // keeps *txn alive until the txn is released
   std::vector<Key> local_reads, local_writes;
   bool reader = false, executor = false, coordinator = false, resumed = false;
   uint32_t remote_expected = 0, remote_received = 0;
@@ -150,6 +151,7 @@ void Scheduler::Enqueue(SubBatchRef sub_batch) {
 }
 
 // The next txn in merge order, or nullptr if its sub-batch has not arrived.
+// The txn stays valid while current_.owner (copied into its TxnState) lives.
 const pb::Txn* Scheduler::NextInput() {
   while (cursor_ == current_.txns.size()) {
     std::lock_guard<std::mutex> l(in_mu_);
@@ -174,6 +176,7 @@ Scheduler::TxnState* Scheduler::NewState(const pb::Txn* txn) {
   }
   const PartitionId self = options_.partition;
   st->txn = txn;
+  st->owner = current_.owner;
   st->local_reads.clear();
   st->local_writes.clear();
   for (Key k : txn->read_set())
@@ -200,6 +203,7 @@ Scheduler::TxnState* Scheduler::NewState(const pb::Txn* txn) {
 
 void Scheduler::FreeState(TxnState* st) {
   st->txn = nullptr;
+  st->owner.reset();
   free_states_.push_back(st);
 }
 

@@ -6,8 +6,9 @@
 
 namespace detdb {
 
-EpochBatcher::EpochBatcher(uint32_t sequencer_id, const Partitioner* partitioner, uint64_t first_epoch)
-    : sequencer_id_(sequencer_id), partitioner_(partitioner), epoch_(first_epoch) {
+EpochBatcher::EpochBatcher(uint32_t sequencer_id, const Partitioner* partitioner, uint64_t first_epoch,
+                           TxnId first_id)
+    : sequencer_id_(sequencer_id), partitioner_(partitioner), epoch_(first_epoch), next_id_(first_id) {
   CHECK_LT(sequencer_id, kMaxSequencers);
   batch_ = std::make_shared<pb::Batch>();
   batch_->set_sequencer_id(sequencer_id_);
@@ -32,7 +33,7 @@ bool EpochBatcher::Add(pb::Txn* txn) {
   if (static_cast<uint32_t>(index) >= kMaxTxnsPerEpoch) return false;
   pb::Txn* t = batch_->add_txns();
   t->Swap(txn);
-  t->set_id(MakeTxnId(epoch_, sequencer_id_, static_cast<uint32_t>(index)));
+  t->set_id(next_id_++);
   PartitionsOf(t->read_set(), *partitioner_, &scratch_, t->mutable_readers());
   PartitionsOf(t->write_set(), *partitioner_, &scratch_, t->mutable_writers());
   return true;

@@ -1,0 +1,178 @@
+// detdb-bench: benchmarks of a real detdb engine, in one process.
+//
+//   detdb-bench micro [flags]             one lock manager (--lock_manager)
+//   detdb-bench micro --compare [flags]   every lock manager, same txn stream
+//
+// Progress goes to stderr once a second; the summary (or, with --json, one
+// JSON object per lock manager per line) to stdout.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/micro_runner.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+
+DEFINE_string(lock_manager, "dclp", "dclp, det2pl, vll, vll_sca or dclp_frag (--compare runs all)");
+DEFINE_bool(compare, false, "Run every lock manager on the identical txn stream and compare");
+DEFINE_uint32(partitions, 1, "Partitions in this process (each: 1 lock thread + --workers workers)");
+DEFINE_uint32(workers, 1, "Worker threads per partition");
+DEFINE_uint64(records, 1000000, "Records per partition");
+DEFINE_double(contention, 0.0001, "Contention index: one hot record per txn from a hot set of 1/CI");
+DEFINE_uint32(keys_per_txn, 10, "Records per txn");
+DEFINE_double(write_fraction, 1.0, "Share of accesses that write (1: write-only; 0.05: 95% reads)");
+DEFINE_double(compute_us, 0, "Long txns: microseconds of computation after each record read");
+DEFINE_uint32(depth, 0, "Dependency depth workload: reads between two writes of one hot record (0: off)");
+DEFINE_double(multipartition, 0, "Share of txns spread over 2 partitions (needs --partitions >= 2)");
+DEFINE_uint64(txns, 0, "Run exactly this many txns (then --compare also checks equal digests)");
+DEFINE_double(duration, 3, "Seconds per lock manager when --txns is 0");
+DEFINE_uint32(outstanding, 4000, "Closed-loop client: txns in flight at most");
+DEFINE_uint64(epoch_us, 1000, "Sequencer epoch length in microseconds");
+DEFINE_uint32(max_active, 2000, "Lock manager admission bound (active txns per partition)");
+DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (power of two)");
+DEFINE_uint64(seed, 1, "Workload seed");
+DEFINE_bool(json, false, "Print one JSON object per lock manager per line");
+
+namespace detdb {
+namespace {
+
+void PrintJson(const MicroRunResult& r) {
+  printf("{\"lock_manager\":\"%s\",\"txns_per_sec\":%.0f,\"committed\":%lu,\"aborted\":%lu,"
+         "\"seconds\":%.3f,\"p50_us\":%lu,\"p90_us\":%lu,\"p99_us\":%lu,\"p999_us\":%lu,"
+         "\"blocked_at_admission\":%.4f,\"avg_active\":%.1f,\"parked\":%lu,\"client_busy\":%.3f,"
+         "\"peak_lock_bytes\":%zu,\"digest\":\"%016lx\",\"contention\":%g,\"keys_per_txn\":%u,"
+         "\"write_fraction\":%g,\"compute_us\":%g,\"depth\":%u,\"multipartition\":%g,"
+         "\"partitions\":%u,\"workers\":%u}\n",
+         r.lock_manager.c_str(), r.txns_per_sec, static_cast<unsigned long>(r.committed),
+         static_cast<unsigned long>(r.aborted), r.seconds, static_cast<unsigned long>(r.p50_us),
+         static_cast<unsigned long>(r.p90_us), static_cast<unsigned long>(r.p99_us),
+         static_cast<unsigned long>(r.p999_us), r.blocked_at_admission, r.avg_active,
+         static_cast<unsigned long>(r.parked), r.client_busy, r.peak_lock_bytes,
+         static_cast<unsigned long>(r.digest), FLAGS_contention, FLAGS_keys_per_txn, FLAGS_write_fraction,
+         FLAGS_compute_us, FLAGS_depth, FLAGS_multipartition, FLAGS_partitions, FLAGS_workers);
+  fflush(stdout);
+}
+
+void PrintSummary(const MicroRunResult& r) {
+  printf("\n%s: %lu txns committed in %.2f s = %.0f txns/s (%lu aborted)\n", r.lock_manager.c_str(),
+         static_cast<unsigned long>(r.committed), r.seconds, r.txns_per_sec,
+         static_cast<unsigned long>(r.aborted));
+  printf("  latency submit->commit: p50 %lu us, p90 %lu us, p99 %lu us, p99.9 %lu us\n",
+         static_cast<unsigned long>(r.p50_us), static_cast<unsigned long>(r.p90_us),
+         static_cast<unsigned long>(r.p99_us), static_cast<unsigned long>(r.p999_us));
+  printf("  lock manager: %.1f%% of txns blocked at admission, %.1f active txns on average, "
+         "peak lock state %.1f MiB\n",
+         100 * r.blocked_at_admission, r.avg_active, r.peak_lock_bytes / 1048576.0);
+  if (r.parked != 0) printf("  %lu txns waited for remote reads\n", static_cast<unsigned long>(r.parked));
+  printf("  client busy %.0f%% of the run (txn generation + submission)\n", 100 * r.client_busy);
+  printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
+  fflush(stdout);
+}
+
+int Micro() {
+  MicroRunOptions o;
+  o.workload.partitions = FLAGS_partitions;
+  o.workload.records_per_partition = FLAGS_records;
+  o.workload.contention = FLAGS_contention;
+  o.workload.keys_per_txn = FLAGS_keys_per_txn;
+  o.workload.write_fraction = FLAGS_write_fraction;
+  o.workload.compute_us = FLAGS_compute_us;
+  o.workload.depth = FLAGS_depth;
+  o.workload.multipartition = FLAGS_multipartition;
+  o.workload.seed = FLAGS_seed;
+  o.workers = FLAGS_workers;
+  o.epoch_us = FLAGS_epoch_us;
+  o.lock.max_active = FLAGS_max_active;
+  o.lock.table_size = FLAGS_table_size;
+  o.lock.check_invariants = false;
+  o.txns = FLAGS_txns;
+  o.duration_s = FLAGS_duration;
+  o.outstanding = FLAGS_outstanding;
+
+  std::vector<std::string> names;
+  if (FLAGS_compare) {
+    names = LockManagerNames();
+  } else {
+    auto parsed = ParseLockManagerList(FLAGS_lock_manager);
+    if (!parsed.ok()) {
+      fprintf(stderr, "detdb-bench: %s\n", std::string(parsed.status().message()).c_str());
+      return 2;
+    }
+    names = *parsed;
+  }
+  if (!FLAGS_json) {
+    printf("detdb-bench micro: %u partition(s) x %lu records, 1 lock thread + %u worker(s) each; "
+           "%u keys/txn, contention %g, write fraction %g",
+           FLAGS_partitions, static_cast<unsigned long>(FLAGS_records), FLAGS_workers, FLAGS_keys_per_txn,
+           FLAGS_contention, FLAGS_write_fraction);
+    if (FLAGS_compute_us > 0) printf(", %g us compute per read", FLAGS_compute_us);
+    if (FLAGS_depth > 0) printf(", depth %u", FLAGS_depth);
+    if (FLAGS_multipartition > 0) printf(", %g multi-partition", FLAGS_multipartition);
+    if (FLAGS_txns > 0) {
+      printf("; %lu txns each\n", static_cast<unsigned long>(FLAGS_txns));
+    } else {
+      printf("; %g s each\n", FLAGS_duration);
+    }
+    fflush(stdout);
+  }
+  std::vector<MicroRunResult> results;
+  for (const std::string& name : names) {
+    o.lock_manager = name;
+    o.progress = [&](double t, uint64_t committed) {
+      fprintf(stderr, "  [%-9s] %5.1f s  %10lu committed  %9.0f txns/s\n", name.c_str(), t,
+              static_cast<unsigned long>(committed), committed / t);
+    };
+    auto r = RunMicro(o);
+    if (!r.ok()) {
+      fprintf(stderr, "detdb-bench: %s: %s\n", name.c_str(), std::string(r.status().message()).c_str());
+      return 1;
+    }
+    if (FLAGS_json) {
+      PrintJson(*r);
+    } else {
+      PrintSummary(*r);
+    }
+    results.push_back(*r);
+  }
+  if (results.size() > 1 && !FLAGS_json) {
+    const double base = results[0].txns_per_sec;
+    printf("\n%-10s %12s %8s %8s %8s %10s %10s  %s\n", "lock_mgr", "txns/s", "vs dclp", "p50_us", "p99_us",
+           "blocked", "avg_active", "digest");
+    for (const MicroRunResult& r : results)
+      printf("%-10s %12.0f %7.2fx %8lu %8lu %9.1f%% %10.1f  %016lx\n", r.lock_manager.c_str(), r.txns_per_sec,
+             r.txns_per_sec / base, static_cast<unsigned long>(r.p50_us), static_cast<unsigned long>(r.p99_us),
+             100 * r.blocked_at_admission, r.avg_active, static_cast<unsigned long>(r.digest));
+    bool equal = true;
+    for (const MicroRunResult& r : results) equal &= r.digest == results[0].digest;
+    if (FLAGS_txns > 0) {
+      printf("digests: %s\n", equal ? "all equal (every lock manager reached the same state)"
+                                    : "DIFFER: lock managers disagree on the final state");
+      if (!equal) return 1;
+    } else {
+      printf("digests differ between runs of --duration (each ran a different number of txns); "
+             "use --txns=N to check they agree\n");
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace detdb
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "detdb-bench micro [--compare] [flags]: the DCLP paper's microbenchmark on an in-process detdb");
+  if (argc < 2 || std::strcmp(argv[1], "micro") != 0) {
+    fprintf(stderr, "usage: detdb-bench micro [--compare] [--lock_manager=NAME] [flags]\n"
+                    "       detdb-bench micro --helpshort   (all flags)\n");
+    return 2;
+  }
+  // Drop the subcommand, then parse flags.
+  argv[1] = argv[0];
+  ++argv;
+  --argc;
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  return detdb::Micro();
+}

@@ -1,0 +1,149 @@
+#include "bench/micro_runner.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench/histogram.h"
+#include "common/notifier.h"
+#include "scheduler/engine.h"
+#include "storage/micro_table.h"
+
+namespace detdb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// The closed-loop client: results arrive on worker threads.
+class MicroClient final : public TxnClient {
+ public:
+  explicit MicroClient(uint32_t outstanding) : submit_ns_(outstanding * 2) {}
+
+  void OnResult(const pb::TxnResult& r) override {
+    hist_.Record(NowNs() - submit_ns_[r.client_seq() % submit_ns_.size()].load(std::memory_order_relaxed));
+    (r.status() == pb::STATUS_OK ? committed_ : aborted_).fetch_add(1, std::memory_order_relaxed);
+    done_.fetch_add(1, std::memory_order_release);
+    notifier_.Notify();
+  }
+
+  void Stamp(uint64_t seq, uint64_t ns) { submit_ns_[seq % submit_ns_.size()].store(ns, std::memory_order_relaxed); }
+  uint64_t done() const { return done_.load(std::memory_order_acquire); }
+  void WaitForResults() { notifier_.Wait(std::chrono::milliseconds(5)); }
+
+  LatencyHistogram hist_;
+  std::atomic<uint64_t> committed_{0}, aborted_{0};
+
+ private:
+  std::vector<std::atomic<uint64_t>> submit_ns_;  // by client_seq modulo size
+  std::atomic<uint64_t> done_{0};
+  Notifier notifier_;
+};
+
+}  // namespace
+
+absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
+  absl::Status valid = MicroGenerator::Validate(o.workload);
+  if (!valid.ok()) return valid;
+  if (o.outstanding == 0) return absl::InvalidArgumentError("--outstanding must be positive");
+  if (o.txns == 0 && !(o.duration_s > 0)) return absl::InvalidArgumentError("give --txns or a positive --duration");
+  ModPartitioner partitioner(o.workload.partitions);
+  ProcedureRegistry procedures;
+  absl::Status s = RegisterMicroProcedures(&procedures);
+  if (!s.ok()) return s;
+  EngineOptions eo;
+  eo.workers = o.workers;
+  eo.lock_manager = o.lock_manager;
+  eo.lock = o.lock;
+  eo.epoch_us = o.epoch_us;
+  auto engine = Engine::Create(eo, &partitioner, &procedures);
+  if (!engine.ok()) return engine.status();
+  for (PartitionId p = 0; p < o.workload.partitions; ++p) {
+    s = LoadMicroTable((*engine)->store(p), partitioner, p, o.workload.records_per_partition);
+    if (!s.ok()) return s;
+  }
+  MicroClient client(o.outstanding);
+  const uint64_t client_id = (*engine)->RegisterClient(&client);
+  MicroGenerator gen(o.workload);
+  s = (*engine)->Start();
+  if (!s.ok()) return s;
+
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::duration<double>(o.duration_s);
+  auto next_report = start + std::chrono::seconds(1);
+  uint64_t submitted = 0;
+  double busy_s = 0;
+  std::vector<pb::Txn> group;
+  constexpr uint64_t kGroup = 64;
+  for (;;) {
+    const auto now = Clock::now();
+    if (o.progress && now >= next_report) {
+      o.progress(std::chrono::duration<double>(now - start).count(), client.committed_.load());
+      next_report += std::chrono::seconds(1);
+    }
+    const bool more = o.txns != 0 ? submitted < o.txns : now < end;
+    if (!more) break;
+    const uint64_t in_flight = submitted - client.done();
+    if (in_flight + kGroup > o.outstanding) {
+      client.WaitForResults();
+      continue;
+    }
+    const auto t0 = Clock::now();
+    const uint64_t n = o.txns != 0 ? std::min(kGroup, o.txns - submitted) : kGroup;
+    group.resize(n);
+    const uint64_t stamp = NowNs();
+    for (uint64_t i = 0; i < n; ++i) {
+      gen.Next(&group[i]);
+      group[i].set_client_id(client_id);
+      group[i].set_client_seq(submitted + i);
+      client.Stamp(submitted + i, stamp);
+    }
+    s = (*engine)->SubmitMany(&group);
+    if (!s.ok()) return s;
+    submitted += n;
+    busy_s += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  // Wait for the answers, still reporting progress.
+  while (client.done() < submitted) {
+    client.WaitForResults();
+    const auto now = Clock::now();
+    if (o.progress && now >= next_report) {
+      o.progress(std::chrono::duration<double>(now - start).count(), client.committed_.load());
+      next_report += std::chrono::seconds(1);
+    }
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  s = (*engine)->Stop();
+  if (!s.ok()) return s;
+
+  MicroRunResult r;
+  r.lock_manager = o.lock_manager;
+  r.committed = client.committed_.load();
+  r.aborted = client.aborted_.load();
+  r.seconds = secs;
+  r.txns_per_sec = r.committed / secs;
+  r.p50_us = client.hist_.Percentile(0.50) / 1000;
+  r.p90_us = client.hist_.Percentile(0.90) / 1000;
+  r.p99_us = client.hist_.Percentile(0.99) / 1000;
+  r.p999_us = client.hist_.Percentile(0.999) / 1000;
+  const EngineStats es = (*engine)->stats();
+  uint64_t admitted = 0, blocked = 0;
+  for (const SchedulerStats& p : es.partitions) {
+    admitted += p.admitted;
+    blocked += p.blocked_at_admission;
+    r.avg_active += p.avg_active / es.partitions.size();
+    r.parked += p.parked;
+  }
+  r.blocked_at_admission = admitted == 0 ? 0 : static_cast<double>(blocked) / admitted;
+  for (const LockStats& ls : (*engine)->lock_stats()) r.peak_lock_bytes += ls.peak_memory_bytes;
+  r.digest = (*engine)->Digest();
+  r.client_busy = busy_s / secs;
+  return r;
+}
+
+}  // namespace detdb

@@ -1,0 +1,52 @@
+// Runs the microbenchmark against an in-process Engine: loads the tables,
+// drives a closed-loop client (at most `outstanding` txns in flight), reports
+// progress once a second, and returns throughput, latency percentiles
+// (submission to commit), lock-manager statistics and the state digest.
+//
+// Thread-safety: RunMicro blocks the calling thread; progress callbacks run
+// on it.
+#ifndef DETDB_BENCH_MICRO_RUNNER_H_
+#define DETDB_BENCH_MICRO_RUNNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "bench/micro.h"
+#include "lockmgr/lock_manager.h"
+
+namespace detdb {
+
+struct MicroRunOptions {
+  MicroOptions workload;
+  std::string lock_manager = "dclp";
+  uint32_t workers = 1;            // per partition
+  uint64_t epoch_us = 1000;
+  LockManagerOptions lock;
+  uint64_t txns = 0;               // stop after this many txns (0: use duration)
+  double duration_s = 3;
+  uint32_t outstanding = 4000;     // closed loop: txns in flight at most
+  // Called about once a second with (seconds since start, txns committed so far).
+  std::function<void(double, uint64_t)> progress;
+};
+
+struct MicroRunResult {
+  std::string lock_manager;
+  uint64_t committed = 0, aborted = 0;
+  double seconds = 0;
+  double txns_per_sec = 0;
+  uint64_t p50_us = 0, p90_us = 0, p99_us = 0, p999_us = 0;
+  double blocked_at_admission = 0;  // share of admissions not granted at once
+  double avg_active = 0;            // admitted, unreleased txns per partition
+  uint64_t parked = 0;              // multi-partition txns that waited for reads
+  uint64_t digest = 0;
+  double client_busy = 0;           // share of the run the client spent generating + submitting
+  size_t peak_lock_bytes = 0;
+};
+
+absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& options);
+
+}  // namespace detdb
+
+#endif  // DETDB_BENCH_MICRO_RUNNER_H_
