@@ -62,8 +62,16 @@ absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
   if (!started_ || stopped_) return absl::OkStatus();
   stopped_ = true;
   sequencer_->Stop();  // sequences everything accepted so far
+  // Drained: every txn answered, and released by every partition it touched
+  // (a passive participant may finish after the coordinator replied).
+  auto drained = [&] {
+    if (replied_.load() < submitted_.load()) return false;
+    for (const auto& s : schedulers_)
+      if (!s->Drained()) return false;
+    return true;
+  };
   const auto deadline = std::chrono::steady_clock::now() + drain_timeout;
-  while (replied_.load() < submitted_.load() && std::chrono::steady_clock::now() < deadline)
+  while (!drained() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   for (auto& s : schedulers_) s->Stop();
   const uint64_t open = submitted_.load() - replied_.load();

@@ -145,6 +145,7 @@ void Scheduler::Enqueue(SubBatchRef sub_batch) {
                  << key.first << ", sequencer " << key.second << ")";
       return;
     }
+    enqueued_.fetch_add(sub_batch.txns.size(), std::memory_order_release);
     pending_.emplace(key, std::move(sub_batch));
   }
   lock_notifier_.Notify();
@@ -222,6 +223,7 @@ void Scheduler::LockThread() {
       FreeState(st);
       --active_;
     }
+    released_.fetch_add(done.size(), std::memory_order_release);
     progress |= !done.empty();
     done.clear();
     for (int n = 0; n < 512 && lm_->CanAdmit(); ++n) {

@@ -104,6 +104,11 @@ class Scheduler final : public RemoteReadsReceiver {
   void OnRemoteReads(pb::RemoteReads msg) override;
 
   SchedulerStats stats() const;
+  // True iff every txn enqueued so far has been released here (nothing
+  // admitted, parked or waiting for admission). Thread-safe.
+  bool Drained() const {
+    return released_.load(std::memory_order_acquire) == enqueued_.load(std::memory_order_acquire);
+  }
   // Lock manager statistics; REQUIRES: stopped.
   LockStats lock_stats() const { return lm_->stats(); }
   // REQUIRES: stopped. True iff no txn is admitted or parked.
@@ -162,6 +167,7 @@ class Scheduler final : public RemoteReadsReceiver {
 
   std::atomic<uint64_t> admitted_{0}, blocked_at_admission_{0}, committed_{0}, aborted_{0},
       passive_{0}, parked_count_{0}, active_sum_{0};
+  std::atomic<uint64_t> enqueued_{0}, released_{0};  // txns given to / released by this partition
 
   std::thread lock_thread_;
   std::vector<std::thread> workers_;
