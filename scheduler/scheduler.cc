@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/thread_name.h"
 #include "glog/logging.h"
 
 namespace detdb {
@@ -121,8 +122,16 @@ Scheduler::~Scheduler() { Stop(); }
 
 void Scheduler::Start() {
   CHECK(!lock_thread_.joinable()) << "scheduler started twice";
-  lock_thread_ = std::thread([this] { LockThread(); });
-  for (uint32_t i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { WorkerThread(); });
+  const std::string p = std::to_string(options_.partition);
+  lock_thread_ = std::thread([this, p] {
+    SetThreadName("detdb-lock-" + p);
+    LockThread();
+  });
+  for (uint32_t i = 0; i < options_.workers; ++i)
+    workers_.emplace_back([this, p] {
+      SetThreadName("detdb-work-" + p);
+      WorkerThread();
+    });
 }
 
 void Scheduler::Stop() {
@@ -294,6 +303,9 @@ bool Scheduler::Process(TxnState* st) {
 }
 
 void Scheduler::ReadLocal(TxnState* st) {
+  // Overlap the cache misses of all keys: buckets first, then records.
+  for (Key k : st->local_reads) store_->Prefetch(k);
+  for (Key k : st->local_reads) store_->PrefetchRecord(k);
   for (Key k : st->local_reads) {
     const Record* r = store_->Get(k);
     if (r == nullptr) {

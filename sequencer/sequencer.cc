@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/thread_name.h"
 #include "glog/logging.h"
 
 namespace detdb {
@@ -13,7 +14,10 @@ Sequencer::~Sequencer() { Stop(); }
 
 void Sequencer::Start() {
   CHECK(!thread_.joinable()) << "sequencer started twice";
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    SetThreadName("detdb-seq-" + std::to_string(options_.sequencer_id));
+    Run();
+  });
 }
 
 void Sequencer::Stop() {

@@ -52,6 +52,14 @@ class PartitionStore {
     return t == nullptr ? nullptr : t->Get(k);
   }
 
+  // Table::Prefetch / PrefetchRecord on the table of k (no-ops if none).
+  void Prefetch(Key k) const {
+    if (const Table* t = tables_[KeyTable(k)].get()) t->Prefetch(k);
+  }
+  void PrefetchRecord(Key k) const {
+    if (const Table* t = tables_[KeyTable(k)].get()) t->PrefetchRecord(k);
+  }
+
   // Table::Insert on the table of k; nullptr if that table does not exist.
   Record* Insert(Key k) {
     Table* t = tables_[KeyTable(k)].get();
