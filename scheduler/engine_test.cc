@@ -102,6 +102,9 @@ struct Case {
   uint32_t workers;
   uint32_t partitions;
 };
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.lock_manager << ", " << c.workers << " workers, " << c.partitions << " partitions";
+}
 
 class EngineDeterminismTest : public ::testing::TestWithParam<Case> {};
 
