@@ -5,8 +5,12 @@
 //
 // Progress goes to stderr once a second; the summary (or, with --json, one
 // JSON object per lock manager per line) to stdout.
+#include <malloc.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +37,8 @@ DEFINE_uint32(max_active, 2000, "Lock manager admission bound (active txns per p
 DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (power of two)");
 DEFINE_uint64(seed, 1, "Workload seed");
 DEFINE_bool(json, false, "Print one JSON object per lock manager per line");
+DEFINE_uint32(rounds, 1, "Run the lock managers this many times, interleaved; report each one's median run");
+DEFINE_double(warmup, 1, "Seconds of an unreported warm-up run before the measured runs (0: none)");
 
 namespace detdb {
 namespace {
@@ -116,24 +122,57 @@ int Micro() {
     }
     fflush(stdout);
   }
-  std::vector<MicroRunResult> results;
-  for (const std::string& name : names) {
-    o.lock_manager = name;
-    o.progress = [&](double t, uint64_t committed) {
-      fprintf(stderr, "  [%-9s] %5.1f s  %10lu committed  %9.0f txns/s\n", name.c_str(), t,
-              static_cast<unsigned long>(committed), committed / t);
-    };
-    auto r = RunMicro(o);
+  // Runs must not depend on their position in the sequence: keep freed memory
+  // in the process (no mmap for big blocks, no trimming), so every run reuses
+  // pages the warm-up run already faulted in, instead of the first run
+  // paying for page faults the later ones skip.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, -1);
+  if (FLAGS_warmup > 0) {
+    MicroRunOptions w = o;
+    w.lock_manager = names[0];
+    w.txns = 0;
+    w.duration_s = FLAGS_warmup;
+    if (!FLAGS_json) fprintf(stderr, "  warm-up: %g s of %s (not reported)\n", FLAGS_warmup, names[0].c_str());
+    auto r = RunMicro(w);
     if (!r.ok()) {
-      fprintf(stderr, "detdb-bench: %s: %s\n", name.c_str(), std::string(r.status().message()).c_str());
+      fprintf(stderr, "detdb-bench: warm-up: %s\n", std::string(r.status().message()).c_str());
       return 1;
     }
-    if (FLAGS_json) {
-      PrintJson(*r);
-    } else {
-      PrintSummary(*r);
+  }
+  // Rounds interleave the lock managers, so slow drifts of a shared machine
+  // hit all of them alike; each one's median run is reported.
+  std::map<std::string, std::vector<MicroRunResult>> runs;
+  const uint32_t rounds = std::max(1u, FLAGS_rounds);
+  for (uint32_t round = 0; round < rounds; ++round) {
+    for (const std::string& name : names) {
+      o.lock_manager = name;
+      o.progress = [&](double t, uint64_t committed) {
+        fprintf(stderr, "  [%-9s] %5.1f s  %10lu committed  %9.0f txns/s\n", name.c_str(), t,
+                static_cast<unsigned long>(committed), committed / t);
+      };
+      auto r = RunMicro(o);
+      if (!r.ok()) {
+        fprintf(stderr, "detdb-bench: %s: %s\n", name.c_str(), std::string(r.status().message()).c_str());
+        return 1;
+      }
+      if (rounds > 1 && !FLAGS_json)
+        fprintf(stderr, "  [%-9s] round %u: %.0f txns/s\n", name.c_str(), round + 1, r->txns_per_sec);
+      runs[name].push_back(*r);
     }
-    results.push_back(*r);
+  }
+  std::vector<MicroRunResult> results;
+  for (const std::string& name : names) {
+    std::vector<MicroRunResult>& v = runs[name];
+    std::sort(v.begin(), v.end(),
+              [](const MicroRunResult& a, const MicroRunResult& b) { return a.txns_per_sec < b.txns_per_sec; });
+    const MicroRunResult& median = v[v.size() / 2];
+    if (FLAGS_json) {
+      PrintJson(median);
+    } else {
+      PrintSummary(median);
+    }
+    results.push_back(median);
   }
   if (results.size() > 1 && !FLAGS_json) {
     const double base = results[0].txns_per_sec;

@@ -259,18 +259,19 @@ void Scheduler::LockThread() {
 }
 
 void Scheduler::WorkerThread() {
-  std::vector<TxnState*> items, finished;
+  std::vector<TxnState*> items;
   while (!stop_.load(std::memory_order_acquire)) {
     items.clear();
     if (ready_q_.PopBatch(8, &items) == 0) continue;
-    for (TxnState* st : items)
-      if (Process(st)) finished.push_back(st);
-    if (!finished.empty()) {
+    for (TxnState* st : items) {
+      if (!Process(st)) continue;  // parked
+      // Hand each txn back at once, not per batch: under contention its
+      // successors wait for this release, and the lock thread can grant them
+      // while this worker runs the rest of its batch.
       {
         std::lock_guard<std::mutex> l(done_mu_);
-        done_.insert(done_.end(), finished.begin(), finished.end());
+        done_.push_back(st);
       }
-      finished.clear();
       lock_notifier_.Notify();
     }
   }
