@@ -158,6 +158,7 @@ int Micro() {
       }
       if (rounds > 1 && !FLAGS_json)
         fprintf(stderr, "  [%-9s] round %u: %.0f txns/s\n", name.c_str(), round + 1, r->txns_per_sec);
+      if (rounds == 1 && !FLAGS_json) PrintSummary(*r);  // at once, after its progress lines
       runs[name].push_back(*r);
     }
   }
@@ -169,7 +170,7 @@ int Micro() {
     const MicroRunResult& median = v[v.size() / 2];
     if (FLAGS_json) {
       PrintJson(median);
-    } else {
+    } else if (rounds > 1) {
       PrintSummary(median);
     }
     results.push_back(median);
@@ -189,8 +190,8 @@ int Micro() {
                                     : "DIFFER: lock managers disagree on the final state");
       if (!equal) return 1;
     } else {
-      printf("digests differ between runs of --duration (each ran a different number of txns); "
-             "use --txns=N to check they agree\n");
+      printf("(each --duration run commits a different number of txns, so digests differ; "
+             "with --txns=N every lock manager must reach the same digest)\n");
     }
   }
   return 0;
