@@ -23,7 +23,7 @@ uint64_t NowNs() {
 // The closed-loop client: results arrive on worker threads.
 class MicroClient final : public TxnClient {
  public:
-  explicit MicroClient(uint32_t outstanding) : submit_ns_(outstanding * 2) {}
+  explicit MicroClient(uint64_t outstanding) : submit_ns_(2 * outstanding) {}
 
   void OnResult(const pb::TxnResult& r) override {
     hist_.Record(NowNs() - submit_ns_[r.client_seq() % submit_ns_.size()].load(std::memory_order_relaxed));
@@ -52,6 +52,8 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   if (!valid.ok()) return valid;
   if (o.outstanding == 0) return absl::InvalidArgumentError("--outstanding must be positive");
   if (o.txns == 0 && !(o.duration_s > 0)) return absl::InvalidArgumentError("give --txns or a positive --duration");
+  // The client outlives the engine: workers may answer until the engine stops.
+  MicroClient client(o.outstanding);
   ModPartitioner partitioner(o.workload.partitions);
   ProcedureRegistry procedures;
   absl::Status s = RegisterMicroProcedures(&procedures);
@@ -67,7 +69,6 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
     s = LoadMicroTable((*engine)->store(p), partitioner, p, o.workload.records_per_partition);
     if (!s.ok()) return s;
   }
-  MicroClient client(o.outstanding);
   const uint64_t client_id = (*engine)->RegisterClient(&client);
   MicroGenerator gen(o.workload);
   s = (*engine)->Start();
@@ -89,22 +90,33 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
     const bool more = o.txns != 0 ? submitted < o.txns : now < end;
     if (!more) break;
     const uint64_t in_flight = submitted - client.done();
-    if (in_flight + kGroup > o.outstanding) {
+    if (in_flight >= o.outstanding) {
       client.WaitForResults();
       continue;
     }
     const auto t0 = Clock::now();
-    const uint64_t n = o.txns != 0 ? std::min(kGroup, o.txns - submitted) : kGroup;
-    group.resize(n);
-    const uint64_t stamp = NowNs();
-    for (uint64_t i = 0; i < n; ++i) {
-      gen.Next(&group[i]);
-      group[i].set_client_id(client_id);
-      group[i].set_client_seq(submitted + i);
-      client.Stamp(submitted + i, stamp);
+    if (group.empty()) {  // else: a group refused earlier, retried as it was
+      uint64_t n = std::min<uint64_t>(kGroup, o.outstanding - in_flight);
+      if (o.txns != 0) n = std::min(n, o.txns - submitted);
+      group.resize(n);
+      for (uint64_t i = 0; i < n; ++i) {
+        gen.Next(&group[i]);
+        group[i].set_client_id(client_id);
+        group[i].set_client_seq(submitted + i);
+      }
     }
-    s = (*engine)->SubmitMany(&group);
-    if (!s.ok()) return s;
+    const uint64_t n = group.size();
+    const uint64_t stamp = NowNs();
+    for (uint64_t i = 0; i < n; ++i) client.Stamp(submitted + i, stamp);
+    s = (*engine)->SubmitMany(&group);  // clears group on success
+    if (absl::IsUnavailable(s)) {       // backpressure: wait for answers, retry
+      client.WaitForResults();
+      continue;
+    }
+    if (!s.ok()) {
+      (void)(*engine)->Stop(std::chrono::seconds(10));
+      return s;
+    }
     submitted += n;
     busy_s += std::chrono::duration<double>(Clock::now() - t0).count();
   }

@@ -15,6 +15,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   if (partitioner->num_partitions() == 0 || partitioner->num_partitions() > 1024)
     return absl::InvalidArgumentError("between 1 and 1024 partitions");
   if (options.epoch_us == 0) return absl::InvalidArgumentError("epoch_us must be positive");
+  if (options.max_keys_per_txn == 0 || options.max_keys_per_txn > kMaxKeysPerTxn)
+    return absl::InvalidArgumentError(absl::StrCat("max_keys_per_txn must be in [1, ", kMaxKeysPerTxn, "]"));
+  if (options.max_pending == 0) return absl::InvalidArgumentError("max_pending must be positive");
   std::unique_ptr<Engine> e(new Engine(options, partitioner, procedures));
   for (PartitionId p = 0; p < partitioner->num_partitions(); ++p) {
     SchedulerOptions so;
@@ -52,6 +55,14 @@ uint64_t Engine::RegisterClient(TxnClient* client) {
 
 absl::Status Engine::Start() {
   if (started_) return absl::FailedPreconditionError("engine already started");
+  for (PartitionId p = 1; p < stores_.size(); ++p) {
+    if (stores_[p]->table_ids() != stores_[0]->table_ids())
+      return absl::FailedPreconditionError(absl::StrCat("partition ", p, " has other tables than partition 0"));
+    for (uint32_t id : stores_[0]->table_ids())
+      if (stores_[p]->GetTable(id)->value_size() != stores_[0]->GetTable(id)->value_size())
+        return absl::FailedPreconditionError(
+            absl::StrCat("table ", id, " has another record size on partition ", p));
+  }
   started_ = true;
   for (auto& s : schedulers_) s->Start();
   sequencer_->Start();
@@ -90,21 +101,36 @@ absl::Status Engine::Validate(const pb::Txn& txn) const {
   if (static_cast<size_t>(txn.read_set_size() + txn.write_set_size()) > options_.max_keys_per_txn)
     return absl::InvalidArgumentError(absl::StrCat("txn has ", txn.read_set_size() + txn.write_set_size(),
                                                    " keys; the limit is ", options_.max_keys_per_txn));
-  for (const auto* set : {&txn.read_set(), &txn.write_set()})
-    for (Key k : *set)
+  for (const auto* set : {&txn.read_set(), &txn.write_set()}) {
+    for (Key k : *set) {
       if (stores_[0]->GetTable(KeyTable(k)) == nullptr)
         return absl::InvalidArgumentError(absl::StrCat("key ", k, " names unknown table ", KeyTable(k)));
+      if (partitioner_->PartitionOf(k) >= stores_.size())
+        return absl::InvalidArgumentError(absl::StrCat("key ", k, " is outside every partition"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Counts n txns as submitted before they can possibly be answered (so Stop
+// never sees more answers than submissions), refusing past max_pending.
+absl::Status Engine::Admit(size_t n) {
+  const uint64_t before = submitted_.fetch_add(n, std::memory_order_acq_rel);
+  if (before + n - replied_.load(std::memory_order_acquire) > options_.max_pending) {
+    submitted_.fetch_sub(n, std::memory_order_acq_rel);
+    return absl::UnavailableError("engine overloaded: too many txns accepted and not yet answered");
+  }
   return absl::OkStatus();
 }
 
 absl::Status Engine::Submit(pb::Txn txn) {
   absl::Status s = Validate(txn);
-  if (s.ok()) s = sequencer_->Submit(std::move(txn));
-  if (!s.ok()) {
-    rejected_.fetch_add(1, std::memory_order_relaxed);
-    return s;
+  if (s.ok()) s = Admit(1);
+  if (s.ok()) {
+    s = sequencer_->Submit(std::move(txn));
+    if (!s.ok()) submitted_.fetch_sub(1, std::memory_order_acq_rel);
   }
-  submitted_.fetch_add(1, std::memory_order_relaxed);
+  if (!s.ok()) rejected_.fetch_add(1, std::memory_order_relaxed);
   return s;
 }
 
@@ -117,12 +143,12 @@ absl::Status Engine::SubmitMany(std::vector<pb::Txn>* txns) {
     }
   }
   const size_t n = txns->size();
-  absl::Status s = sequencer_->SubmitMany(txns);
-  if (!s.ok()) {
-    rejected_.fetch_add(n, std::memory_order_relaxed);
-    return s;
+  absl::Status s = Admit(n);
+  if (s.ok()) {
+    s = sequencer_->SubmitMany(txns);
+    if (!s.ok()) submitted_.fetch_sub(n, std::memory_order_acq_rel);
   }
-  submitted_.fetch_add(n, std::memory_order_relaxed);
+  if (!s.ok()) rejected_.fetch_add(n, std::memory_order_relaxed);
   return s;
 }
 

@@ -42,7 +42,7 @@ struct EngineOptions {
   std::string lock_manager = "dclp";
   LockManagerOptions lock;
   uint64_t epoch_us = 1000;
-  size_t max_pending = 1u << 20;      // submitted, not yet sequenced
+  size_t max_pending = 1u << 20;      // accepted, not yet answered; more is refused (Unavailable)
   size_t max_keys_per_txn = 10000;    // larger txns are rejected
   bool record_history = false;        // keep every batch (for replay by tests)
 };
@@ -67,6 +67,9 @@ class Engine final : public BatchSink, public ReplySink {
   // REQUIRES: before Start(). Returns the client id to put in its txns.
   uint64_t RegisterClient(TxnClient* client);
 
+  // FailedPrecondition unless every partition has the same tables (ids and
+  // value sizes): executors validate writes against their own schema, so a
+  // difference could make them disagree on a txn.
   absl::Status Start();
   // Stops accepting, waits until every accepted txn has been answered (up to
   // drain_timeout), then stops every thread. Returns DeadlineExceeded if
@@ -94,6 +97,7 @@ class Engine final : public BatchSink, public ReplySink {
  private:
   Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures);
   absl::Status Validate(const pb::Txn& txn) const;
+  absl::Status Admit(size_t n);
 
   const EngineOptions options_;
   const Partitioner* const partitioner_;

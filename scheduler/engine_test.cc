@@ -217,3 +217,96 @@ TEST(Engine, RejectsBadInputBeforeSequencing) {
 
 }  // namespace
 }  // namespace detdb
+
+namespace detdb {
+namespace {
+
+TEST(Engine, RefusesToStartWhenPartitionsHaveDifferentTables) {
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  ModPartitioner parts(2);
+  auto engine = Engine::Create(EngineOptions{}, &parts, &procs);
+  ASSERT_TRUE(engine.ok());
+  for (PartitionId p = 0; p < 2; ++p) ASSERT_TRUE(LoadMicroTable((*engine)->store(p), parts, p, 10).ok());
+  ASSERT_TRUE((*engine)->store(0)->CreateTable(TableOptions{2, "only_here", 8, 16}).ok());
+  EXPECT_EQ((*engine)->Start().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(Engine, BoundsTxnsAcceptedButNotAnswered) {
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  ModPartitioner parts(1);
+  EngineOptions o;
+  o.max_pending = 5;
+  auto engine = Engine::Create(o, &parts, &procs);
+  ASSERT_TRUE(engine.ok());
+  ASSERT_TRUE(LoadMicroTable((*engine)->store(0), parts, 0, 10).ok());
+  ResultCollector client;
+  const uint64_t id = (*engine)->RegisterClient(&client);
+  pb::Txn t;
+  t.set_type(kMicroTxnType);
+  t.set_client_id(id);
+  t.add_read_set(MakeKey(kMicroTable, 1));
+  // Not started: nothing is answered, so the sixth txn exceeds the bound.
+  for (int i = 0; i < 5; ++i) {
+    t.set_client_seq(i);
+    ASSERT_TRUE((*engine)->Submit(t).ok());
+  }
+  EXPECT_EQ((*engine)->Submit(t).code(), absl::StatusCode::kUnavailable);
+  std::vector<pb::Txn> two(2, t);
+  EXPECT_EQ((*engine)->SubmitMany(&two).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(two.size(), 2u) << "a refused group is left to the caller to retry";
+  ASSERT_TRUE((*engine)->Start().ok());
+  ASSERT_TRUE((*engine)->Stop().ok());
+  EXPECT_EQ(client.count, 5);
+}
+
+// Txns far above the linear-scan size use indexed reads and writes; they must
+// still equal the serial executor.
+TEST(Engine, LargeTxnsEqualTheSerialExecutor) {
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  ModPartitioner parts(2);
+  EngineOptions o;
+  o.record_history = true;
+  o.workers = 2;
+  auto engine = Engine::Create(o, &parts, &procs);
+  ASSERT_TRUE(engine.ok());
+  constexpr uint64_t kRecords = 500;
+  for (PartitionId p = 0; p < 2; ++p) ASSERT_TRUE(LoadMicroTable((*engine)->store(p), parts, p, kRecords).ok());
+  ResultCollector client;
+  const uint64_t id = (*engine)->RegisterClient(&client);
+  ASSERT_TRUE((*engine)->Start().ok());
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 60; ++i) {
+    pb::Txn t;
+    t.set_type(kMicroTxnType);
+    t.set_client_id(id);
+    t.set_client_seq(i);
+    for (int j = 0; j < 120; ++j) {
+      const Key k = MakeKey(kMicroTable, rng() % (2 * kRecords));
+      t.add_read_set(k);
+      if (j % 3 == 0) t.add_write_set(k);
+    }
+    ASSERT_TRUE((*engine)->Submit(t).ok());
+  }
+  ASSERT_TRUE((*engine)->Stop().ok());
+  std::vector<std::unique_ptr<PartitionStore>> stores;
+  std::vector<PartitionStore*> raw;
+  for (PartitionId p = 0; p < 2; ++p) {
+    stores.push_back(std::make_unique<PartitionStore>());
+    ASSERT_TRUE(LoadMicroTable(stores.back().get(), parts, p, kRecords).ok());
+    raw.push_back(stores.back().get());
+  }
+  SerialExecutor serial(&parts, &procs, raw);
+  for (const auto& batch : (*engine)->history())
+    for (const pb::Txn& t : batch->txns()) {
+      const pb::TxnResult want = serial.Execute(t);
+      EXPECT_EQ(client.by_seq.at(t.client_seq()).result(), want.result());
+      EXPECT_EQ(client.by_seq.at(t.client_seq()).status(), want.status());
+    }
+  for (PartitionId p = 0; p < 2; ++p) EXPECT_EQ((*engine)->store(p)->Digest(), raw[p]->Digest());
+}
+
+}  // namespace
+}  // namespace detdb

@@ -44,11 +44,23 @@ struct Scheduler::TxnState {
   const pb::Txn* txn = nullptr;
   std::shared_ptr<const void> owner;  // keeps *txn alive until the txn is released
   std::vector<Key> local_reads, local_writes;
+  std::vector<PartitionId> executors;  // ExecutorsOf(*txn)
   bool reader = false, executor = false, coordinator = false, resumed = false;
   uint32_t remote_expected = 0, remote_received = 0;
   std::vector<Value> reads;                            // local, then remote
   std::vector<std::pair<Key, std::string>> writes;     // buffered by the procedure
+  // Large txns only (see kIndexAbove): reads sorted by key, declared write
+  // keys sorted, and buffered writes by key, so Read/Write stay O(log n).
+  bool indexed = false;
+  std::vector<Key> declared_writes;
+  absl::flat_hash_map<Key, uint32_t> write_index;
 };
+
+namespace {
+// Txns with more keys than this get indexed reads and writes; smaller ones
+// use linear scans, which are faster at that size.
+constexpr size_t kIndexAbove = 16;
+}  // namespace
 
 // The TxnContext a procedure runs against at this partition.
 class Scheduler::ExecContext final : public TxnContext {
@@ -57,27 +69,47 @@ class Scheduler::ExecContext final : public TxnContext {
   const pb::Txn& txn() const override { return *st_->txn; }
 
   absl::StatusOr<std::string_view> Read(Key key) override {
-    for (const TxnState::Value& v : st_->reads) {
-      if (v.key != key) continue;
-      if (!v.found) return absl::NotFoundError(absl::StrCat("no record with key ", key));
-      return std::string_view(v.bytes);
+    const TxnState::Value* v = nullptr;
+    if (st_->indexed) {
+      auto it = std::lower_bound(st_->reads.begin(), st_->reads.end(), key,
+                                 [](const TxnState::Value& a, Key k) { return a.key < k; });
+      if (it != st_->reads.end() && it->key == key) v = &*it;
+    } else {
+      for (const TxnState::Value& x : st_->reads)
+        if (x.key == key) {
+          v = &x;
+          break;
+        }
     }
-    return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
+    if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
+    if (!v->found) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+    return std::string_view(v->bytes);
   }
 
   absl::Status Write(Key key, std::string_view value) override {
     const auto& ws = st_->txn->write_set();
-    if (std::find(ws.begin(), ws.end(), key) == ws.end())
+    const bool declared =
+        st_->indexed ? std::binary_search(st_->declared_writes.begin(), st_->declared_writes.end(), key)
+                     : std::find(ws.begin(), ws.end(), key) != ws.end();
+    if (!declared)
       return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's write set"));
     const Table* table = store_->GetTable(KeyTable(key));
     if (table == nullptr) return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
     if (value.size() != table->value_size())
       return absl::InvalidArgumentError(absl::StrCat("value of ", value.size(), " bytes for table ",
                                                      KeyTable(key), " of ", table->value_size()));
-    for (auto& [k, v] : st_->writes) {
-      if (k == key) {
-        v.assign(value.data(), value.size());
+    if (st_->indexed) {
+      auto [it, inserted] = st_->write_index.try_emplace(key, static_cast<uint32_t>(st_->writes.size()));
+      if (!inserted) {
+        st_->writes[it->second].second.assign(value.data(), value.size());
         return absl::OkStatus();
+      }
+    } else {
+      for (auto& [k, v] : st_->writes) {
+        if (k == key) {
+          v.assign(value.data(), value.size());
+          return absl::OkStatus();
+        }
       }
     }
     st_->writes.emplace_back(key, std::string(value));
@@ -193,10 +225,10 @@ Scheduler::TxnState* Scheduler::NewState(const pb::Txn* txn) {
     if (partitioner_->PartitionOf(k) == self) st->local_reads.push_back(k);
   for (Key k : txn->write_set())
     if (partitioner_->PartitionOf(k) == self) st->local_writes.push_back(k);
-  const std::vector<PartitionId> executors = ExecutorsOf(*txn);
+  st->executors = ExecutorsOf(*txn);
   st->reader = !st->local_reads.empty();
-  st->executor = Has(executors, self);
-  st->coordinator = executors[0] == self;
+  st->executor = Has(st->executors, self);
+  st->coordinator = st->executors[0] == self;
   st->resumed = false;
   st->remote_expected = 0;
   if (st->executor)
@@ -204,6 +236,7 @@ Scheduler::TxnState* Scheduler::NewState(const pb::Txn* txn) {
   st->remote_received = 0;
   st->reads.clear();
   st->writes.clear();
+  st->indexed = false;
   st->lt.id = txn->id();
   st->lt.reads = st->local_reads;
   st->lt.writes = st->local_writes;
@@ -319,9 +352,8 @@ void Scheduler::ReadLocal(TxnState* st) {
 }
 
 void Scheduler::SendReads(TxnState* st) {
-  const std::vector<PartitionId> executors = ExecutorsOf(*st->txn);
   const size_t n_local = st->reads.size();
-  for (PartitionId to : executors) {
+  for (PartitionId to : st->executors) {
     if (to == options_.partition) continue;
     pb::RemoteReads msg;
     msg.set_txn_id(st->txn->id());
@@ -370,6 +402,14 @@ void Scheduler::Execute(TxnState* st) {
   if (proc == nullptr) {
     s = absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));
   } else {
+    if (st->reads.size() > kIndexAbove || static_cast<size_t>(txn.write_set_size()) > kIndexAbove) {
+      st->indexed = true;
+      std::sort(st->reads.begin(), st->reads.end(),
+                [](const TxnState::Value& a, const TxnState::Value& b) { return a.key < b.key; });
+      st->declared_writes.assign(txn.write_set().begin(), txn.write_set().end());
+      std::sort(st->declared_writes.begin(), st->declared_writes.end());
+      st->write_index.clear();
+    }
     ExecContext ctx(st, store_);
     s = proc(&ctx, &result);
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
@@ -14,13 +15,17 @@ namespace {
 class SerialContext final : public TxnContext {
  public:
   SerialContext(const pb::Txn& txn, const Partitioner* partitioner, const std::vector<PartitionStore*>& stores)
-      : txn_(txn), partitioner_(partitioner), stores_(stores) {}
+      : txn_(txn), partitioner_(partitioner), stores_(stores) {
+    reads_.assign(txn.read_set().begin(), txn.read_set().end());
+    std::sort(reads_.begin(), reads_.end());
+    declared_writes_.assign(txn.write_set().begin(), txn.write_set().end());
+    std::sort(declared_writes_.begin(), declared_writes_.end());
+  }
 
   const pb::Txn& txn() const override { return txn_; }
 
   absl::StatusOr<std::string_view> Read(Key key) override {
-    const auto& rs = txn_.read_set();
-    if (std::find(rs.begin(), rs.end(), key) == rs.end())
+    if (!std::binary_search(reads_.begin(), reads_.end(), key))
       return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
     PartitionStore* store = stores_[partitioner_->PartitionOf(key)];
     const Record* r = store->Get(key);
@@ -29,19 +34,17 @@ class SerialContext final : public TxnContext {
   }
 
   absl::Status Write(Key key, std::string_view value) override {
-    const auto& ws = txn_.write_set();
-    if (std::find(ws.begin(), ws.end(), key) == ws.end())
+    if (!std::binary_search(declared_writes_.begin(), declared_writes_.end(), key))
       return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's write set"));
     const Table* table = stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key));
     if (table == nullptr) return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
     if (value.size() != table->value_size())
       return absl::InvalidArgumentError(absl::StrCat("value of ", value.size(), " bytes for table ",
                                                      KeyTable(key), " of ", table->value_size()));
-    for (auto& [k, v] : writes_) {
-      if (k == key) {
-        v.assign(value.data(), value.size());
-        return absl::OkStatus();
-      }
+    auto [it, inserted] = write_index_.try_emplace(key, writes_.size());
+    if (!inserted) {
+      writes_[it->second].second.assign(value.data(), value.size());
+      return absl::OkStatus();
     }
     writes_.emplace_back(key, std::string(value));
     return absl::OkStatus();
@@ -61,7 +64,9 @@ class SerialContext final : public TxnContext {
   const pb::Txn& txn_;
   const Partitioner* const partitioner_;
   const std::vector<PartitionStore*>& stores_;
+  std::vector<Key> reads_, declared_writes_;  // sorted
   std::vector<std::pair<Key, std::string>> writes_;
+  absl::flat_hash_map<Key, size_t> write_index_;
 };
 
 }  // namespace
