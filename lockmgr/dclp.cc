@@ -85,16 +85,7 @@ class DclpLockManager final : public LockManagerCommon {
     t->lm.pending = pred;
     const bool inserted = active_.emplace(t->id, t).second;
     DCHECK(inserted) << "txn id admitted twice: " << t->id;
-    const bool granted = pred == 0;
-    t->lm.state = granted ? LockState::kFree : LockState::kBlocked;
-    if (granted) {
-      ready->push_back(t);
-    } else {
-      ++stats_.blocked;
-    }
-    NoteAdmitted(granted);
-    MaybeCheckInvariants("Lock");
-    return granted;
+    return FinishLock(t, pred == 0, ready);
   }
 
   void Release(LockTxn* t, ReadyList* ready) override {
@@ -111,16 +102,13 @@ class DclpLockManager final : public LockManagerCommon {
         CHECK_NE(L.vt, 0u) << "dclp: read release found no virtual transaction";
         LockTxn* w = FirstLiveWriter(&vts_[L.vt - 1], t);
         CHECK(w != nullptr) << "dclp: read release found no writer (txn " << t->id << ")";
-        Wake(w, ready);
+        ReleaseUnit(w, ready);
       }
       if (L.lwt == nullptr && L.rn == 0 && L.vt != 0) FreeVt(&L);  // idle lock
     }
-    succ_.Drain(t, [&](LockTxn* u) { Wake(u, ready); });  // lines 39-44
+    succ_.Drain(t, [&](LockTxn* u) { ReleaseUnit(u, ready); });  // lines 39-44
     active_.erase(t->id);                                  // line 45
-    requests_.Free(t);
-    t->lm.state = LockState::kIdle;
-    NoteReleased();
-    MaybeCheckInvariants("Release");
+    FinishRelease(t, &requests_);
   }
 
   void Poll(bool, ReadyList*) override {}
@@ -195,15 +183,6 @@ class DclpLockManager final : public LockManagerCommon {
   }
 
  private:
-  void Wake(LockTxn* u, ReadyList* ready) {
-    DCHECK_GT(u->lm.pending, 0);
-    if (--u->lm.pending == 0) {
-      u->lm.state = LockState::kFree;
-      --stats_.blocked;
-      ready->push_back(u);
-    }
-  }
-
   IdQueue& VtOf(HashLock& L) {
     if (L.vt == 0) {
       if (free_vts_.empty()) {

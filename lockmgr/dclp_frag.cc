@@ -93,20 +93,11 @@ class DclpFragLockManager final : public LockManagerCommon {
       L.rtail = r;
     }
     t->lm.pending = pred;
-    const bool granted = pred == 0;
-    t->lm.state = granted ? LockState::kFree : LockState::kBlocked;
-    if (granted) {
-      ready->push_back(t);
-    } else {
-      ++stats_.blocked;
-    }
     t->lm.prev = active_tail_;  // active list, for CheckInvariants
     t->lm.next = nullptr;
     (active_tail_ != nullptr ? active_tail_->lm.next : active_head_) = t;
     active_tail_ = t;
-    NoteAdmitted(granted);
-    MaybeCheckInvariants("Lock");
-    return granted;
+    return FinishLock(t, pred == 0, ready);
   }
 
   void Release(LockTxn* t, ReadyList* ready) override {
@@ -120,20 +111,11 @@ class DclpFragLockManager final : public LockManagerCommon {
         r.linked = false;
       }
     }
-    succ_.Drain(t, [&](LockTxn* u) {
-      if (--u->lm.pending == 0) {
-        u->lm.state = LockState::kFree;
-        --stats_.blocked;
-        ready->push_back(u);
-      }
-    });
+    succ_.Drain(t, [&](LockTxn* u) { ReleaseUnit(u, ready); });
     (t->lm.prev != nullptr ? t->lm.prev->lm.next : active_head_) = t->lm.next;
     (t->lm.next != nullptr ? t->lm.next->lm.prev : active_tail_) = t->lm.prev;
     t->lm.prev = t->lm.next = nullptr;
-    requests_.Free(t);
-    t->lm.state = LockState::kIdle;
-    NoteReleased();
-    MaybeCheckInvariants("Release");
+    FinishRelease(t, &requests_);
   }
 
   void Poll(bool, ReadyList*) override {}

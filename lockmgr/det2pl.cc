@@ -69,16 +69,7 @@ class Det2plLockManager final : public LockManagerCommon {
       }
     }
     t->lm.pending = miss;
-    const bool granted = miss == 0;
-    t->lm.state = granted ? LockState::kFree : LockState::kBlocked;
-    if (granted) {
-      ready->push_back(t);
-    } else {
-      ++stats_.blocked;
-    }
-    NoteAdmitted(granted);
-    MaybeCheckInvariants("Lock");
-    return granted;
+    return FinishLock(t, miss == 0, ready);
   }
 
   // Also valid as the cancellation of a txn still blocked (2.3).
@@ -108,16 +99,13 @@ class Det2plLockManager final : public LockManagerCommon {
         queue_pool_.Delete(q);
       }
       if (grant_from != nullptr && !grant_run) {
-        Grant(grant_from->txn, ready);
+        ReleaseUnit(grant_from->txn, ready);
       } else if (grant_run) {
         for (KeyRequest* x = grant_from; x != nullptr && x->mode == LockMode::kShared; x = x->next)
-          Grant(x->txn, ready);
+          ReleaseUnit(x->txn, ready);
       }
     }
-    requests_.Free(t);
-    t->lm.state = LockState::kIdle;
-    NoteReleased();
-    MaybeCheckInvariants("Release");
+    FinishRelease(t, &requests_);
   }
 
   void Poll(bool, ReadyList*) override {}
@@ -181,14 +169,6 @@ class Det2plLockManager final : public LockManagerCommon {
     for (const KeyRequest* p = r->prev; p != nullptr; p = p->prev)
       if (p->mode == LockMode::kExclusive) return true;
     return false;
-  }
-
-  void Grant(LockTxn* u, ReadyList* ready) {
-    if (--u->lm.pending == 0) {
-      u->lm.state = LockState::kFree;
-      --stats_.blocked;
-      ready->push_back(u);
-    }
   }
 
   absl::flat_hash_map<Key, KeyQueue*> queues_;  // created on first use, erased when empty

@@ -88,6 +88,37 @@ class LockManagerCommon : public LockManager {
     ++stats_.released;
     --stats_.active;
   }
+  // Ends Lock(): records t's state, hands it out if every lock was granted,
+  // and returns `granted`.
+  bool FinishLock(LockTxn* t, bool granted, ReadyList* ready) {
+    t->lm.state = granted ? LockState::kFree : LockState::kBlocked;
+    if (granted) {
+      ready->push_back(t);
+    } else {
+      ++stats_.blocked;
+    }
+    NoteAdmitted(granted);
+    MaybeCheckInvariants("Lock");
+    return granted;
+  }
+  // One predecessor unit (wait count) of u is released; u runs when none is left.
+  void ReleaseUnit(LockTxn* u, ReadyList* ready) {
+    DCHECK_GT(u->lm.pending, 0);
+    if (--u->lm.pending == 0) {
+      u->lm.state = LockState::kFree;
+      --stats_.blocked;
+      ready->push_back(u);
+    }
+  }
+  // Ends Release(): t holds nothing any more.
+  template <typename Store>
+  void FinishRelease(LockTxn* t, Store* requests) {
+    requests->Free(t);
+    t->lm.state = LockState::kIdle;
+    NoteReleased();
+    MaybeCheckInvariants("Release");
+  }
+
   // Called at the end of every public operation.
   void MaybeCheckInvariants(const char* op) const {
     if (!options_.check_invariants) return;

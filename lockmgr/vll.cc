@@ -68,15 +68,7 @@ class VllLockManager final : public LockManagerCommon {
     t->lm.next = nullptr;
     (tail_ != nullptr ? tail_->lm.next : head_) = t;
     tail_ = t;
-    t->lm.state = free ? LockState::kFree : LockState::kBlocked;
-    if (free) {
-      ready->push_back(t);
-    } else {
-      ++stats_.blocked;
-    }
-    NoteAdmitted(free);
-    MaybeCheckInvariants("Lock");
-    return free;
+    return FinishLock(t, free, ready);
   }
 
   void Release(LockTxn* t, ReadyList* ready) override {  // FinishTransaction (3.3)
@@ -93,11 +85,8 @@ class VllLockManager final : public LockManagerCommon {
     (t->lm.prev != nullptr ? t->lm.prev->lm.next : head_) = t->lm.next;
     (t->lm.next != nullptr ? t->lm.next->lm.prev : tail_) = t->lm.prev;
     t->lm.prev = t->lm.next = nullptr;
-    requests_.Free(t);
-    t->lm.state = LockState::kIdle;
     sca_dirty_ = true;
-    NoteReleased();
-    MaybeCheckInvariants("Release");
+    FinishRelease(t, &requests_);
   }
 
   void Poll(bool input_idle, ReadyList* ready) override {  // 3.4
