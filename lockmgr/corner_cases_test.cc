@@ -17,6 +17,7 @@
 #include "common/hash.h"
 #include "lockmgr/lock_manager.h"
 #include "lockmgr/lock_test_driver.h"
+#include "lockmgr/lock_test_util.h"
 
 namespace detdb {
 namespace {
@@ -47,22 +48,6 @@ LockManagerOptions Options(uint32_t table_size = kTableSize) {
   return o;
 }
 
-std::unique_ptr<LockManager> Make(std::string_view name, const LockManagerOptions& o) {
-  auto lm = NewLockManager(name, o);
-  if (!lm.ok()) {
-    ADD_FAILURE() << lm.status();
-    return nullptr;
-  }
-  return std::move(*lm);
-}
-
-// G5 at the end: no violation was seen and every structure is empty.
-void ExpectCleanEnd(const LockTestDriver& d, const LockManager& lm) {
-  EXPECT_TRUE(d.status().ok()) << d.status();
-  EXPECT_TRUE(lm.IsQuiescent()) << lm.name();
-  EXPECT_EQ(lm.stats().active, 0u);
-  EXPECT_EQ(lm.stats().blocked, 0u);
-}
 
 // Locks one txn alone on a fresh manager, outside the driver so that its
 // normalised request list (LockTxn::lm, read white-box) can be inspected:
