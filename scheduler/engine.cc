@@ -1,5 +1,6 @@
 #include "scheduler/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -18,28 +19,52 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   if (options.max_keys_per_txn == 0 || options.max_keys_per_txn > kMaxKeysPerTxn)
     return absl::InvalidArgumentError(absl::StrCat("max_keys_per_txn must be in [1, ", kMaxKeysPerTxn, "]"));
   if (options.max_pending == 0) return absl::InvalidArgumentError("max_pending must be positive");
+  if (options.peers != nullptr) {
+    if (options.peers->num_nodes() == 0 || options.peers->num_nodes() > EpochBatcher::kMaxSequencers ||
+        options.peers->node_id() >= options.peers->num_nodes())
+      return absl::InvalidArgumentError("bad node id or node count");
+    if (options.epoch_us < 100) return absl::InvalidArgumentError("cluster mode needs epoch_us >= 100");
+  }
   std::unique_ptr<Engine> e(new Engine(options, partitioner, procedures));
-  for (PartitionId p = 0; p < partitioner->num_partitions(); ++p) {
+  // In one process txns may be queued before Start(); a cluster node takes
+  // none before its sequencer knows the agreed start time.
+  e->accepting_.store(options.peers == nullptr, std::memory_order_release);
+  if (e->local_.empty()) return absl::InvalidArgumentError("this node serves no partition");
+  Transport* transport = options.peers != nullptr ? static_cast<Transport*>(options.peers) : e->transport_.get();
+  e->schedulers_.resize(partitioner->num_partitions());
+  for (PartitionId p : e->local_) {
     SchedulerOptions so;
     so.partition = p;
     so.workers = options.workers;
     so.lock_manager = options.lock_manager;
     so.lock = options.lock;
-    auto s = Scheduler::Create(so, e->stores_[p].get(), partitioner, procedures, e->transport_.get(), e.get());
+    so.num_sequencers = options.peers != nullptr ? options.peers->num_nodes() : 1;
+    auto s = Scheduler::Create(so, e->stores_[p].get(), partitioner, procedures, transport, e.get());
     if (!s.ok()) return s.status();
-    e->schedulers_.push_back(std::move(*s));
+    e->schedulers_[p] = std::move(*s);
   }
+  if (options.peers != nullptr) options.peers->SetHandler(e.get());
   return e;
 }
 
 Engine::Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures)
     : options_(options), partitioner_(partitioner), procedures_(procedures) {
-  for (PartitionId p = 0; p < partitioner->num_partitions(); ++p)
-    stores_.push_back(std::make_unique<PartitionStore>());
-  transport_ = std::make_unique<InProcessTransport>(partitioner->num_partitions());
+  const PeerLink* peers = options.peers;
+  for (PartitionId p = 0; p < partitioner->num_partitions(); ++p) {
+    const bool local = peers == nullptr || peers->NodeOf(p) == peers->node_id();
+    stores_.push_back(local ? std::make_unique<PartitionStore>() : nullptr);
+    if (local) local_.push_back(p);
+  }
   SequencerOptions so;
   so.epoch_us = options.epoch_us;
   so.max_pending = options.max_pending;
+  if (peers == nullptr) {
+    transport_ = std::make_unique<InProcessTransport>(partitioner->num_partitions());
+  } else {
+    so.sequencer_id = peers->node_id();
+    so.id_scheme = EpochBatcher::IdScheme::kEpochSequencer;
+    outgoing_.resize(peers->num_nodes());
+  }
   sequencer_ = std::make_unique<Sequencer>(so, partitioner, this);
 }
 
@@ -53,41 +78,45 @@ uint64_t Engine::RegisterClient(TxnClient* client) {
   return clients_.size();  // ids start at 1; 0 means "no client"
 }
 
-absl::Status Engine::Start() {
+absl::Status Engine::Start(uint64_t start_us) {
   if (started_) return absl::FailedPreconditionError("engine already started");
-  for (PartitionId p = 1; p < stores_.size(); ++p) {
-    if (stores_[p]->table_ids() != stores_[0]->table_ids())
-      return absl::FailedPreconditionError(absl::StrCat("partition ", p, " has other tables than partition 0"));
-    for (uint32_t id : stores_[0]->table_ids())
-      if (stores_[p]->GetTable(id)->value_size() != stores_[0]->GetTable(id)->value_size())
+  const PartitionId first = local_[0];
+  for (PartitionId p : local_) {
+    if (stores_[p]->table_ids() != stores_[first]->table_ids())
+      return absl::FailedPreconditionError(
+          absl::StrCat("partition ", p, " has other tables than partition ", first));
+    for (uint32_t id : stores_[first]->table_ids())
+      if (stores_[p]->GetTable(id)->value_size() != stores_[first]->GetTable(id)->value_size())
         return absl::FailedPreconditionError(
             absl::StrCat("table ", id, " has another record size on partition ", p));
   }
   started_ = true;
-  for (auto& s : schedulers_) s->Start();
-  sequencer_->Start();
+  for (PartitionId p : local_) schedulers_[p]->Start();
+  sequencer_->Start(start_us);
+  accepting_.store(true, std::memory_order_release);
   return absl::OkStatus();
 }
 
 absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
   if (!started_ || stopped_) return absl::OkStatus();
   stopped_ = true;
+  accepting_.store(false, std::memory_order_release);
   sequencer_->Stop();  // sequences everything accepted so far
   // Drained: every txn answered, and released by every partition it touched
   // (a passive participant may finish after the coordinator replied).
   auto drained = [&] {
     if (replied_.load() < submitted_.load()) return false;
-    for (const auto& s : schedulers_)
-      if (!s->Drained()) return false;
+    for (PartitionId p : local_)
+      if (!schedulers_[p]->Drained()) return false;
     return true;
   };
   const auto deadline = std::chrono::steady_clock::now() + drain_timeout;
   while (!drained() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  for (auto& s : schedulers_) s->Stop();
+  for (PartitionId p : local_) schedulers_[p]->Stop();
   const uint64_t open = submitted_.load() - replied_.load();
   if (open != 0) return absl::DeadlineExceededError(absl::StrCat(open, " txns still running at stop"));
-  for (PartitionId p = 0; p < schedulers_.size(); ++p)
+  for (PartitionId p : local_)
     if (!schedulers_[p]->IsQuiescent())
       return absl::InternalError(absl::StrCat("partition ", p, " not quiescent after drain"));
   return absl::OkStatus();
@@ -96,14 +125,14 @@ absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
 absl::Status Engine::Validate(const pb::Txn& txn) const {
   if (procedures_->Find(txn.type()) == nullptr)
     return absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));
-  if (txn.client_id() == 0 || txn.client_id() > clients_.size())
+  if (txn.client_id() == 0 || (options_.results == nullptr && txn.client_id() > clients_.size()))
     return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
   if (static_cast<size_t>(txn.read_set_size() + txn.write_set_size()) > options_.max_keys_per_txn)
     return absl::InvalidArgumentError(absl::StrCat("txn has ", txn.read_set_size() + txn.write_set_size(),
                                                    " keys; the limit is ", options_.max_keys_per_txn));
   for (const auto* set : {&txn.read_set(), &txn.write_set()}) {
     for (Key k : *set) {
-      if (stores_[0]->GetTable(KeyTable(k)) == nullptr)
+      if (schema()->GetTable(KeyTable(k)) == nullptr)
         return absl::InvalidArgumentError(absl::StrCat("key ", k, " names unknown table ", KeyTable(k)));
       if (partitioner_->PartitionOf(k) >= stores_.size())
         return absl::InvalidArgumentError(absl::StrCat("key ", k, " is outside every partition"));
@@ -124,6 +153,11 @@ absl::Status Engine::Admit(size_t n) {
 }
 
 absl::Status Engine::Submit(pb::Txn txn) {
+  if (!accepting_.load(std::memory_order_acquire)) {
+    rejected_.fetch_add(1, std::memory_order_relaxed);
+    return absl::UnavailableError(stopped_ ? "engine is stopped" : "node not ready yet");
+  }
+  if (options_.peers != nullptr) txn.set_origin_node(options_.peers->node_id());
   absl::Status s = Validate(txn);
   if (s.ok()) s = Admit(1);
   if (s.ok()) {
@@ -135,7 +169,12 @@ absl::Status Engine::Submit(pb::Txn txn) {
 }
 
 absl::Status Engine::SubmitMany(std::vector<pb::Txn>* txns) {
-  for (const pb::Txn& t : *txns) {
+  if (!accepting_.load(std::memory_order_acquire)) {
+    rejected_.fetch_add(txns->size(), std::memory_order_relaxed);
+    return absl::UnavailableError("engine not accepting txns (not started or stopped)");
+  }
+  for (pb::Txn& t : *txns) {
+    if (options_.peers != nullptr) t.set_origin_node(options_.peers->node_id());
     absl::Status s = Validate(t);
     if (!s.ok()) {
       rejected_.fetch_add(txns->size(), std::memory_order_relaxed);
@@ -157,35 +196,107 @@ void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
     std::lock_guard<std::mutex> l(history_mu_);
     history_.push_back(batch);
   }
-  // Split into one sub-batch per partition (empty ones too: schedulers must
-  // see every epoch). In one process they point into the shared batch.
+  if (options_.peers != nullptr) {
+    // Every other node gets the txns touching its partitions, every epoch
+    // (an empty batch too, so its schedulers can pass the epoch).
+    PeerLink* peers = options_.peers;
+    const uint32_t self = peers->node_id();
+    for (uint32_t n = 0; n < outgoing_.size(); ++n) {
+      outgoing_[n].Clear();
+      outgoing_[n].set_sequencer_id(batch->sequencer_id());
+      outgoing_[n].set_epoch(batch->epoch());
+    }
+    std::vector<bool> to(outgoing_.size());
+    for (const pb::Txn& t : batch->txns()) {
+      std::fill(to.begin(), to.end(), false);
+      for (PartitionId p : ParticipantsOf(t)) to[peers->NodeOf(p)] = true;
+      for (uint32_t n = 0; n < to.size(); ++n)
+        if (to[n] && n != self) *outgoing_[n].add_txns() = t;
+    }
+    for (uint32_t n = 0; n < outgoing_.size(); ++n)
+      if (n != self) peers->SendBatch(n, outgoing_[n]);
+  }
+  EnqueueLocal(batch);
+}
+
+void Engine::EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch) {
+  // Split into one sub-batch per local partition (empty ones too: schedulers
+  // must see every epoch). They point into the shared batch.
   std::vector<SubBatchRef> subs(schedulers_.size());
-  for (SubBatchRef& s : subs) {
-    s.epoch = batch->epoch();
-    s.sequencer_id = batch->sequencer_id();
-    s.owner = batch;
+  for (PartitionId p : local_) {
+    subs[p].epoch = batch->epoch();
+    subs[p].sequencer_id = batch->sequencer_id();
+    subs[p].owner = batch;
   }
   for (const pb::Txn& t : batch->txns())
-    for (PartitionId p : ParticipantsOf(t)) subs[p].txns.push_back(&t);
-  for (PartitionId p = 0; p < schedulers_.size(); ++p) schedulers_[p]->Enqueue(std::move(subs[p]));
+    for (PartitionId p : ParticipantsOf(t))
+      if (is_local(p)) subs[p].txns.push_back(&t);
+  for (PartitionId p : local_) schedulers_[p]->Enqueue(std::move(subs[p]));
+}
+
+void Engine::OnPeerBatch(std::shared_ptr<const pb::Batch> batch) {
+  if (batch->sequencer_id() >= options_.peers->num_nodes()) {
+    LOG(ERROR) << "dropping batch from unknown sequencer " << batch->sequencer_id();
+    return;
+  }
+  EnqueueLocal(batch);
 }
 
 void Engine::OnTxnResult(const pb::Txn& txn, pb::TxnResult result) {
-  TxnClient* c = txn.client_id() - 1 < clients_.size() ? clients_[txn.client_id() - 1] : nullptr;
-  if (c != nullptr) c->OnResult(result);
+  if (options_.peers != nullptr && txn.origin_node() != options_.peers->node_id()) {
+    options_.peers->SendResult(txn.origin_node(), result);  // its origin counts it
+    return;
+  }
+  Deliver(result);
+}
+
+void Engine::OnPeerResult(const pb::TxnResult& result) { Deliver(result); }
+
+void Engine::Deliver(const pb::TxnResult& result) {
+  if (options_.results != nullptr) {
+    options_.results->OnResult(result);
+  } else {
+    TxnClient* c = result.client_id() - 1 < clients_.size() ? clients_[result.client_id() - 1] : nullptr;
+    if (c != nullptr) c->OnResult(result);
+  }
   replied_.fetch_add(1, std::memory_order_release);
 }
 
 uint64_t Engine::Digest() const {
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
-  for (const auto& s : stores_) {
-    const uint64_t d = s->Digest();
+  for (PartitionId p : local_) {
+    const uint64_t d = stores_[p]->Digest();
     XXH3_64bits_update(state, &d, sizeof(d));
   }
   const uint64_t out = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   return out;
+}
+
+std::vector<std::pair<PartitionId, uint64_t>> Engine::PartitionDigests() const {
+  std::vector<std::pair<PartitionId, uint64_t>> out;
+  for (PartitionId p : local_) out.emplace_back(p, stores_[p]->Digest());
+  return out;
+}
+
+uint64_t Engine::merged_epoch() const {
+  uint64_t m = UINT64_MAX;
+  for (PartitionId p : local_) m = std::min(m, schedulers_[p]->merged_epoch());
+  return m;
+}
+
+absl::Status Engine::WaitIdle(uint64_t min_epoch, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    bool idle = merged_epoch() >= min_epoch;
+    for (PartitionId p : local_) idle = idle && schedulers_[p]->Drained();
+    if (idle) return absl::OkStatus();
+    if (std::chrono::steady_clock::now() >= deadline)
+      return absl::DeadlineExceededError(absl::StrCat("not idle: merged epoch ", merged_epoch(), ", wanted ",
+                                                      min_epoch));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 EngineStats Engine::stats() const {
@@ -194,13 +305,13 @@ EngineStats Engine::stats() const {
   s.replied = replied_.load();
   s.rejected = rejected_.load();
   s.epochs = sequencer_->epochs_closed();
-  for (const auto& sch : schedulers_) s.partitions.push_back(sch->stats());
+  for (PartitionId p : local_) s.partitions.push_back(schedulers_[p]->stats());
   return s;
 }
 
 std::vector<LockStats> Engine::lock_stats() const {
   std::vector<LockStats> out;
-  for (const auto& sch : schedulers_) out.push_back(sch->lock_stats());
+  for (PartitionId p : local_) out.push_back(schedulers_[p]->lock_stats());
   return out;
 }
 

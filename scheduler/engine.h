@@ -1,18 +1,26 @@
-// Engine: detdb in one process (the single-machine multicore mode). One
-// sequencer, `partitions` partitions each with its own store and scheduler
-// (lock thread + workers), and an in-process transport between them.
+// Engine: a detdb node. In one process (the single-machine multicore mode):
+// one sequencer, `partitions` partitions each with its own store and
+// scheduler (lock thread + workers), and an in-process transport between
+// them. In cluster mode (options.peers set) the same engine is one node:
+// its sequencer is sequencer node_id of num_nodes, it holds the stores and
+// schedulers of its own partitions only, and the PeerLink carries batches,
+// remote reads and results between nodes.
 //
 //   Engine::Create(options, partitioner, procedures) -> load data through
 //   store(p) -> RegisterClient(c) -> Start() -> Submit()... -> Stop()
 //
-// INPUT:  Submit/SubmitMany from client threads (validated before sequencing).
-// OUTPUT: TxnClient::OnResult once per accepted txn, on a worker thread.
+// INPUT:  Submit/SubmitMany from client threads (validated before sequencing);
+//         cluster mode: PeerHandler::OnPeerBatch/OnPeerResult from the network.
+// OUTPUT: TxnClient::OnResult once per accepted txn, on a worker thread (or
+//         the network thread, for a txn coordinated by another node);
+//         cluster mode: PeerLink::SendBatch of every epoch to every other node.
 //
 // Thread-safety: Submit* are thread-safe; the rest belongs to one owner thread.
 #ifndef DETDB_SCHEDULER_ENGINE_H_
 #define DETDB_SCHEDULER_ENGINE_H_
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +30,7 @@
 #include "common/partitioner.h"
 #include "lockmgr/lock_manager.h"
 #include "proto/detdb.pb.h"
+#include "scheduler/peer_link.h"
 #include "scheduler/procedure.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/transport.h"
@@ -45,6 +54,14 @@ struct EngineOptions {
   size_t max_pending = 1u << 20;      // accepted, not yet answered; more is refused (Unavailable)
   size_t max_keys_per_txn = 10000;    // larger txns are rejected
   bool record_history = false;        // keep every batch (for replay by tests)
+  // Cluster mode: the link to the other nodes (must outlive the engine).
+  // Only partitions with peers->NodeOf(p) == peers->node_id() are served
+  // here; txn ids follow EpochBatcher::IdScheme::kEpochSequencer.
+  PeerLink* peers = nullptr;
+  // If set, every result of a txn submitted here goes to this sink, and
+  // client ids are the clients' own (any nonzero value; RegisterClient is
+  // not used). A cluster node's client endpoint is such a sink.
+  TxnClient* results = nullptr;
 };
 
 struct EngineStats {
@@ -52,7 +69,7 @@ struct EngineStats {
   std::vector<SchedulerStats> partitions;
 };
 
-class Engine final : public BatchSink, public ReplySink {
+class Engine final : public BatchSink, public ReplySink, public PeerHandler {
  public:
   // partitioner and procedures must outlive the engine.
   static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options,
@@ -61,7 +78,11 @@ class Engine final : public BatchSink, public ReplySink {
   ~Engine() override;
 
   uint32_t num_partitions() const { return static_cast<uint32_t>(stores_.size()); }
-  // For loading before Start() and for digests after Stop().
+  // The partitions served here: all of them in one process.
+  const std::vector<PartitionId>& local_partitions() const { return local_; }
+  bool is_local(PartitionId p) const { return p < stores_.size() && stores_[p] != nullptr; }
+  // For loading before Start() and for digests after Stop(). nullptr for a
+  // partition of another node.
   PartitionStore* store(PartitionId p) { return stores_[p].get(); }
 
   // REQUIRES: before Start(). Returns the client id to put in its txns.
@@ -70,7 +91,10 @@ class Engine final : public BatchSink, public ReplySink {
   // FailedPrecondition unless every partition has the same tables (ids and
   // value sizes): executors validate writes against their own schema, so a
   // difference could make them disagree on a txn.
-  absl::Status Start();
+  // start_us: cluster mode, the wall-clock time the sequencers agreed on
+  // (see SequencerOptions::start_us); 0 in one process.
+  absl::Status Start(uint64_t start_us = 0);
+  bool started() const { return accepting_.load(std::memory_order_acquire); }
   // Stops accepting, waits until every accepted txn has been answered (up to
   // drain_timeout), then stops every thread. Returns DeadlineExceeded if
   // txns were still running.
@@ -82,8 +106,19 @@ class Engine final : public BatchSink, public ReplySink {
   // All or nothing; clears *txns on success.
   absl::Status SubmitMany(std::vector<pb::Txn>* txns);
 
-  // XXH3 over every partition's digest, in partition order. REQUIRES: stopped.
+  // XXH3 over every local partition's digest, in partition order.
+  // REQUIRES: stopped, or no txn running (see WaitIdle).
   uint64_t Digest() const;
+  // (partition, digest) of every local partition. Same REQUIRES.
+  std::vector<std::pair<PartitionId, uint64_t>> PartitionDigests() const;
+  // Waits until every local scheduler has merged every epoch below
+  // min_epoch and has released every txn it was given. DeadlineExceeded
+  // after timeout. Thread-safe.
+  absl::Status WaitIdle(uint64_t min_epoch, std::chrono::milliseconds timeout) const;
+  // Every local scheduler has merged all epochs below this one.
+  uint64_t merged_epoch() const;
+  // The epoch the sequencer has open.
+  uint64_t open_epoch() const { return sequencer_->open_epoch(); }
   EngineStats stats() const;
   // Lock statistics per partition. REQUIRES: stopped.
   std::vector<LockStats> lock_stats() const;
@@ -93,21 +128,33 @@ class Engine final : public BatchSink, public ReplySink {
   // BatchSink (sequencer thread) and ReplySink (workers).
   void OnBatch(std::shared_ptr<const pb::Batch> batch) override;
   void OnTxnResult(const pb::Txn& txn, pb::TxnResult result) override;
+  // PeerHandler (network thread, cluster mode).
+  void OnPeerBatch(std::shared_ptr<const pb::Batch> batch) override;
+  void OnPeerResult(const pb::TxnResult& result) override;
 
  private:
   Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures);
   absl::Status Validate(const pb::Txn& txn) const;
   absl::Status Admit(size_t n);
+  // Hands each local scheduler its part of batch (empty parts too).
+  void EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch);
+  void Deliver(const pb::TxnResult& result);
+  const PartitionStore* schema() const { return stores_[local_[0]].get(); }
 
   const EngineOptions options_;
   const Partitioner* const partitioner_;
   const ProcedureRegistry* const procedures_;
-  std::vector<std::unique_ptr<PartitionStore>> stores_;
-  std::unique_ptr<InProcessTransport> transport_;
-  std::vector<std::unique_ptr<Scheduler>> schedulers_;
+  std::vector<std::unique_ptr<PartitionStore>> stores_;  // by partition; nullptr if not local
+  std::vector<PartitionId> local_;
+  std::unique_ptr<InProcessTransport> transport_;         // one process only
+  std::vector<std::unique_ptr<Scheduler>> schedulers_;    // by partition; nullptr if not local
   std::unique_ptr<Sequencer> sequencer_;
   std::vector<TxnClient*> clients_;
   bool started_ = false, stopped_ = false;
+  std::atomic<bool> accepting_{false};
+  // Cluster mode, sequencer thread only: per other node, the part of the
+  // batch it gets.
+  std::vector<pb::Batch> outgoing_;
 
   std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0};
   mutable std::mutex history_mu_;

@@ -146,7 +146,8 @@ Scheduler::Scheduler(const SchedulerOptions& options, PartitionStore* store, con
       transport_(transport),
       replies_(replies),
       lm_(std::move(lm)),
-      next_(options.first_epoch, 0) {
+      next_(options.first_epoch, 0),
+      merged_epoch_(options.first_epoch) {
   transport_->RegisterReceiver(options_.partition, this);
 }
 
@@ -202,7 +203,10 @@ const pb::Txn* Scheduler::NextInput() {
     current_ = std::move(it->second);
     pending_.erase(it);
     cursor_ = 0;
-    if (++next_.second == options_.num_sequencers) next_ = {next_.first + 1, 0};
+    if (++next_.second == options_.num_sequencers) {
+      next_ = {next_.first + 1, 0};
+      merged_epoch_.store(next_.first, std::memory_order_release);
+    }
   }
   return current_.txns[cursor_++];
 }

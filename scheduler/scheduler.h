@@ -109,6 +109,9 @@ class Scheduler final : public RemoteReadsReceiver {
   bool Drained() const {
     return released_.load(std::memory_order_acquire) == enqueued_.load(std::memory_order_acquire);
   }
+  // Every sub-batch of every epoch below this one has been merged (its txns
+  // count in Drained()). Thread-safe.
+  uint64_t merged_epoch() const { return merged_epoch_.load(std::memory_order_acquire); }
   // Lock manager statistics; REQUIRES: stopped.
   LockStats lock_stats() const { return lm_->stats(); }
   // REQUIRES: stopped. True iff no txn is admitted or parked.
@@ -168,6 +171,7 @@ class Scheduler final : public RemoteReadsReceiver {
   std::atomic<uint64_t> admitted_{0}, blocked_at_admission_{0}, committed_{0}, aborted_{0},
       passive_{0}, parked_count_{0}, active_sum_{0};
   std::atomic<uint64_t> enqueued_{0}, released_{0};  // txns given to / released by this partition
+  std::atomic<uint64_t> merged_epoch_{0};
 
   std::thread lock_thread_;
   std::vector<std::thread> workers_;

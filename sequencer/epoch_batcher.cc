@@ -7,9 +7,11 @@
 namespace detdb {
 
 EpochBatcher::EpochBatcher(uint32_t sequencer_id, const Partitioner* partitioner, uint64_t first_epoch,
-                           TxnId first_id)
-    : sequencer_id_(sequencer_id), partitioner_(partitioner), epoch_(first_epoch), next_id_(first_id) {
+                           TxnId first_id, IdScheme scheme)
+    : sequencer_id_(sequencer_id), partitioner_(partitioner), scheme_(scheme), epoch_(first_epoch),
+      next_id_(first_id) {
   CHECK_LT(sequencer_id, kMaxSequencers);
+  CHECK(scheme == IdScheme::kDense || first_epoch > 0);
   batch_ = std::make_shared<pb::Batch>();
   batch_->set_sequencer_id(sequencer_id_);
   batch_->set_epoch(epoch_);
@@ -33,7 +35,8 @@ bool EpochBatcher::Add(pb::Txn* txn) {
   if (static_cast<uint32_t>(index) >= kMaxTxnsPerEpoch) return false;
   pb::Txn* t = batch_->add_txns();
   t->Swap(txn);
-  t->set_id(next_id_++);
+  t->set_id(scheme_ == IdScheme::kDense ? next_id_++
+                                        : EpochSequencerId(epoch_, sequencer_id_, static_cast<uint32_t>(index)));
   PartitionsOf(t->read_set(), *partitioner_, &scratch_, t->mutable_readers());
   PartitionsOf(t->write_set(), *partitioner_, &scratch_, t->mutable_writers());
   return true;

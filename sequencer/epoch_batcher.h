@@ -2,11 +2,14 @@
 // added in arrival order; Close() ends the current epoch and returns its
 // batch with every txn's global id, readers and writers filled in.
 //
-// Global ids are dense positions in the global order: 1, 2, 3, ... They do
-// not depend on where epoch boundaries fell, so the same stream of requests
-// gets the same ids (and procedures that derive values from ids write the
-// same state) in every run. With several sequencers (cluster mode) each
-// scheduler numbers txns by their position in the merged order instead.
+// Ids, IdScheme::kDense (one sequencer): dense positions in the global
+// order, 1, 2, 3, ... They do not depend on where epoch boundaries fell, so
+// the same stream of requests gets the same ids (and procedures that derive
+// values from ids write the same state) in every run.
+// IdScheme::kEpochSequencer (cluster mode, several sequencers): id =
+// epoch << 24 | sequencer << 18 | index in the batch. Every sequencer can
+// assign these alone, and they increase in the merged order (epoch, then
+// sequencer, then index). Epochs must stay below 2^40.
 // An epoch holds at most kMaxTxnsPerEpoch txns; Add() refuses more and the
 // caller keeps them for the next epoch.
 //
@@ -30,8 +33,13 @@ class EpochBatcher {
   static constexpr uint32_t kMaxTxnsPerEpoch = 1u << 18;
 
   // REQUIRES: sequencer_id < kMaxSequencers; partitioner outlives this.
+  enum class IdScheme { kDense, kEpochSequencer };
+  static constexpr TxnId EpochSequencerId(uint64_t epoch, uint32_t sequencer, uint32_t index) {
+    return epoch << 24 | static_cast<uint64_t>(sequencer) << 18 | index;
+  }
+
   EpochBatcher(uint32_t sequencer_id, const Partitioner* partitioner, uint64_t first_epoch = 1,
-               TxnId first_id = 1);
+               TxnId first_id = 1, IdScheme scheme = IdScheme::kDense);
 
   // Adds txn to the open epoch. Returns false (and leaves txn untouched) if
   // the epoch is full.
@@ -47,6 +55,7 @@ class EpochBatcher {
  private:
   const uint32_t sequencer_id_;
   const Partitioner* const partitioner_;
+  const IdScheme scheme_;
   uint64_t epoch_;
   TxnId next_id_;
   std::shared_ptr<pb::Batch> batch_;

@@ -8,12 +8,13 @@
 namespace detdb {
 
 Sequencer::Sequencer(const SequencerOptions& options, const Partitioner* partitioner, BatchSink* sink)
-    : options_(options), sink_(sink), batcher_(options.sequencer_id, partitioner) {}
+    : options_(options), sink_(sink), batcher_(options.sequencer_id, partitioner, 1, 1, options.id_scheme) {}
 
 Sequencer::~Sequencer() { Stop(); }
 
-void Sequencer::Start() {
+void Sequencer::Start(uint64_t start_us) {
   CHECK(!thread_.joinable()) << "sequencer started twice";
+  start_us_ = start_us != 0 ? start_us : options_.start_us;
   thread_ = std::thread([this] {
     SetThreadName("detdb-seq-" + std::to_string(options_.sequencer_id));
     Run();
@@ -71,6 +72,23 @@ void Sequencer::CloseEpoch() {
 
 void Sequencer::Run() {
   const auto epoch = std::chrono::microseconds(options_.epoch_us);
+  if (start_us_ != 0) {
+    // Wall-clock aligned: epoch e closes at start_us + e * epoch_us.
+    using WallClock = std::chrono::system_clock;
+    const WallClock::time_point start{std::chrono::microseconds(start_us_)};
+    for (uint64_t e = 1;; ++e) {
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait_until(l, start + e * epoch, [&] { return stopping_; });
+        if (stopping_) break;
+      }
+      CloseEpoch();
+    }
+    do {
+      CloseEpoch();
+    } while (!carry_.empty());
+    return;
+  }
   auto deadline = std::chrono::steady_clock::now() + epoch;
   for (;;) {
     {

@@ -37,6 +37,13 @@ struct SequencerOptions {
   uint32_t sequencer_id = 0;
   uint64_t epoch_us = 1000;         // epoch length
   size_t max_pending = 1u << 20;    // submitted, not yet batched; more is refused
+  // Cluster mode: epoch e (from 1) closes at wall-clock time start_us +
+  // e * epoch_us (microseconds since the Unix epoch, system_clock), so that
+  // every node's sequencer closes epoch e at about the same moment. A
+  // sequencer that falls behind closes the missed epochs at once (it never
+  // skips an epoch number). 0: epochs follow this process's steady clock.
+  uint64_t start_us = 0;
+  EpochBatcher::IdScheme id_scheme = EpochBatcher::IdScheme::kDense;
 };
 
 class Sequencer {
@@ -45,7 +52,8 @@ class Sequencer {
   Sequencer(const SequencerOptions& options, const Partitioner* partitioner, BatchSink* sink);
   ~Sequencer();  // stops
 
-  void Start();
+  // start_us: see SequencerOptions::start_us (overrides it when nonzero).
+  void Start(uint64_t start_us = 0);
   // Closes a last epoch holding everything submitted so far, then stops.
   // Submissions after Stop() are refused.
   void Stop();
@@ -56,12 +64,15 @@ class Sequencer {
   absl::Status SubmitMany(std::vector<pb::Txn>* txns);
 
   uint64_t epochs_closed() const { return epochs_closed_.load(std::memory_order_relaxed); }
+  // The epoch now open (the next batch's epoch).
+  uint64_t open_epoch() const { return epochs_closed() + 1; }
 
  private:
   void Run();
   void CloseEpoch();
 
   const SequencerOptions options_;
+  uint64_t start_us_ = 0;  // set by Start, read by the sequencer thread
   BatchSink* const sink_;
   EpochBatcher batcher_;  // sequencer thread only
 

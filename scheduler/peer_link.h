@@ -1,0 +1,66 @@
+// PeerLink: what a node of a cluster needs from the network, beside the
+// remote reads of Transport: sending its sequencer's batches to the other
+// nodes, and a txn's result back to the node its client submitted to.
+// Engine works the same over any PeerLink; deploy/zmq_peer_net.h is the
+// ZeroMQ implementation, InProcessPeerHub (below) connects engines living in
+// one process (tests, sanitizers).
+//
+// Delivery: at most once and in order per (sender, receiver) pair.
+// Thread-safety: every method is thread-safe; handlers and receivers must be
+// registered before the first message can arrive.
+#ifndef DETDB_SCHEDULER_PEER_LINK_H_
+#define DETDB_SCHEDULER_PEER_LINK_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/types.h"
+#include "proto/detdb.pb.h"
+#include "scheduler/transport.h"
+
+namespace detdb {
+
+class PeerHandler {
+ public:
+  virtual ~PeerHandler() = default;
+  // INPUT: the txns of another node's batch (one epoch of its sequencer)
+  // that touch this node's partitions; one per (node, epoch), empty too.
+  virtual void OnPeerBatch(std::shared_ptr<const pb::Batch> batch) = 0;
+  // INPUT: the result of a txn that one of this node's clients submitted.
+  virtual void OnPeerResult(const pb::TxnResult& result) = 0;
+};
+
+// Transport::Send delivers to a local partition's receiver directly and to a
+// remote one over the network.
+class PeerLink : public Transport {
+ public:
+  virtual uint32_t node_id() const = 0;
+  virtual uint32_t num_nodes() const = 0;  // node ids are 0 .. num_nodes - 1
+  virtual uint32_t NodeOf(PartitionId partition) const = 0;
+  virtual void SetHandler(PeerHandler* handler) = 0;
+  // REQUIRES: node != node_id().
+  virtual void SendBatch(uint32_t node, const pb::Batch& batch) = 0;
+  virtual void SendResult(uint32_t node, const pb::TxnResult& result) = 0;
+};
+
+// Connects the engines of several nodes inside one process: every message is
+// delivered on the sender's thread.
+class InProcessPeerHub {
+ public:
+  // node_of[p] is the node serving partition p.
+  explicit InProcessPeerHub(std::vector<uint32_t> node_of);
+  ~InProcessPeerHub();
+  PeerLink* link(uint32_t node);
+
+ private:
+  class Link;
+  const std::vector<uint32_t> node_of_;
+  std::vector<std::unique_ptr<Link>> links_;
+  std::vector<RemoteReadsReceiver*> receivers_;  // by partition
+};
+
+}  // namespace detdb
+
+#endif  // DETDB_SCHEDULER_PEER_LINK_H_
