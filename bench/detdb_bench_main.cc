@@ -1,7 +1,9 @@
-// detdb-bench: benchmarks of a real detdb engine, in one process.
+// detdb-bench: benchmarks of a real detdb engine, in one process or against
+// a running cluster.
 //
 //   detdb-bench micro [flags]             one lock manager (--lock_manager)
 //   detdb-bench micro --compare [flags]   every lock manager, same txn stream
+//   detdb-bench micro --cluster=<config>  the cluster's nodes (network clients)
 //
 // Progress goes to stderr once a second; the summary (or, with --json, one
 // JSON object per lock manager per line) to stdout.
@@ -14,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/micro_cluster.h"
 #include "bench/micro_runner.h"
+#include "deploy/cluster_config.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
@@ -38,6 +42,8 @@ DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (po
 DEFINE_uint64(seed, 1, "Workload seed");
 DEFINE_bool(json, false, "Print one JSON object per lock manager per line");
 DEFINE_uint32(rounds, 1, "Run the lock managers this many times, interleaved; report each one's median run");
+DEFINE_string(cluster, "", "Run against the detdb cluster of this config (deploy/local_cluster.sh up prints it)");
+DEFINE_uint32(clients, 1, "--cluster: client threads (each its own connections and client id)");
 DEFINE_double(warmup, 1, "Seconds of an unreported warm-up run before the measured runs (0: none)");
 
 namespace detdb {
@@ -76,7 +82,85 @@ void PrintSummary(const MicroRunResult& r) {
   fflush(stdout);
 }
 
+void PrintClusterJson(const MicroClusterResult& r) {
+  printf("{\"mode\":\"cluster\",\"lock_manager\":\"%s\",\"nodes\":%u,\"partitions\":%u,\"txns_per_sec\":%.0f,"
+         "\"committed\":%lu,\"aborted\":%lu,\"refused\":%lu,\"duplicates\":%lu,\"seconds\":%.3f,"
+         "\"p50_us\":%lu,\"p90_us\":%lu,\"p99_us\":%lu,\"p999_us\":%lu,"
+         "\"single_count\":%lu,\"single_p50_us\":%lu,\"single_p99_us\":%lu,"
+         "\"multi_count\":%lu,\"multi_p50_us\":%lu,\"multi_p99_us\":%lu,"
+         "\"contention\":%g,\"keys_per_txn\":%u,\"write_fraction\":%g,\"compute_us\":%g,\"depth\":%u,"
+         "\"multipartition\":%g,\"outstanding\":%u,\"clients\":%u}\n",
+         r.lock_manager.c_str(), r.nodes, r.partitions, r.txns_per_sec, static_cast<unsigned long>(r.committed),
+         static_cast<unsigned long>(r.aborted), static_cast<unsigned long>(r.refused),
+         static_cast<unsigned long>(r.duplicates), r.seconds, static_cast<unsigned long>(r.p50_us),
+         static_cast<unsigned long>(r.p90_us), static_cast<unsigned long>(r.p99_us),
+         static_cast<unsigned long>(r.p999_us), static_cast<unsigned long>(r.single_count),
+         static_cast<unsigned long>(r.single_p50_us), static_cast<unsigned long>(r.single_p99_us),
+         static_cast<unsigned long>(r.multi_count), static_cast<unsigned long>(r.multi_p50_us),
+         static_cast<unsigned long>(r.multi_p99_us), FLAGS_contention, FLAGS_keys_per_txn, FLAGS_write_fraction,
+         FLAGS_compute_us, FLAGS_depth, FLAGS_multipartition, FLAGS_outstanding, FLAGS_clients);
+  fflush(stdout);
+}
+
+int MicroCluster() {
+  if (FLAGS_compare) {
+    fprintf(stderr, "detdb-bench: --compare runs in one process; a cluster's lock manager is chosen when its "
+                    "nodes start (deploy/local_cluster.sh up N -- --lock_manager=NAME)\n");
+    return 2;
+  }
+  auto config = LoadClusterConfig(FLAGS_cluster);
+  if (!config.ok()) {
+    fprintf(stderr, "detdb-bench: %s: %s\n", FLAGS_cluster.c_str(), std::string(config.status().message()).c_str());
+    return 2;
+  }
+  MicroClusterOptions o;
+  o.config = *config;
+  o.workload.contention = FLAGS_contention;
+  o.workload.keys_per_txn = FLAGS_keys_per_txn;
+  o.workload.write_fraction = FLAGS_write_fraction;
+  o.workload.compute_us = FLAGS_compute_us;
+  o.workload.depth = FLAGS_depth;
+  o.workload.multipartition = FLAGS_multipartition;
+  o.workload.seed = FLAGS_seed;
+  o.clients = FLAGS_clients;
+  o.outstanding = FLAGS_outstanding;
+  o.txns = FLAGS_txns;
+  o.duration_s = FLAGS_duration;
+  o.progress = [](double t, uint64_t committed) {
+    fprintf(stderr, "  [cluster] %5.1f s  %10lu committed  %9.0f txns/s\n", t, static_cast<unsigned long>(committed),
+            committed / t);
+  };
+  if (!FLAGS_json)
+    printf("detdb-bench micro --cluster=%s: %d node(s), %u partition(s); %u keys/txn, contention %g, "
+           "write fraction %g, %g multi-partition; %u client(s), %u txns outstanding\n",
+           FLAGS_cluster.c_str(), config->nodes_size(), config->num_partitions(), FLAGS_keys_per_txn,
+           FLAGS_contention, FLAGS_write_fraction, FLAGS_multipartition, FLAGS_clients, FLAGS_outstanding);
+  auto r = RunMicroCluster(o);
+  if (!r.ok()) {
+    fprintf(stderr, "detdb-bench: %s\n", std::string(r.status().message()).c_str());
+    return 1;
+  }
+  if (FLAGS_json) {
+    PrintClusterJson(*r);
+  } else {
+    printf("\n%s on %u node(s): %lu txns committed in %.2f s = %.0f txns/s (%lu aborted, %lu refused)\n",
+           r->lock_manager.c_str(), r->nodes, static_cast<unsigned long>(r->committed), r->seconds, r->txns_per_sec,
+           static_cast<unsigned long>(r->aborted), static_cast<unsigned long>(r->refused));
+    printf("  latency submit->reply: p50 %lu us, p90 %lu us, p99 %lu us, p99.9 %lu us\n",
+           static_cast<unsigned long>(r->p50_us), static_cast<unsigned long>(r->p90_us),
+           static_cast<unsigned long>(r->p99_us), static_cast<unsigned long>(r->p999_us));
+    printf("  single-partition: %lu txns, p50 %lu us, p99 %lu us\n", static_cast<unsigned long>(r->single_count),
+           static_cast<unsigned long>(r->single_p50_us), static_cast<unsigned long>(r->single_p99_us));
+    if (r->multi_count > 0)
+      printf("  multi-partition:  %lu txns, p50 %lu us, p99 %lu us\n", static_cast<unsigned long>(r->multi_count),
+             static_cast<unsigned long>(r->multi_p50_us), static_cast<unsigned long>(r->multi_p99_us));
+    if (r->duplicates > 0) printf("  WARNING: %lu unexpected replies\n", static_cast<unsigned long>(r->duplicates));
+  }
+  return r->duplicates == 0 ? 0 : 1;
+}
+
 int Micro() {
+  if (!FLAGS_cluster.empty()) return MicroCluster();
   MicroRunOptions o;
   o.workload.partitions = FLAGS_partitions;
   o.workload.records_per_partition = FLAGS_records;

@@ -137,19 +137,52 @@ parse_args() {
 # ---------------------------------------------------------------------------
 # Processes.
 
-# True if PID is alive and runs a detdb binary on this folder's config
-# (/proc/PID/cmdline has an argument named .../detdb and --config=$CONFIG).
-# A recycled pid, a zombie or someone else's detdb is not ours.
-is_our_node() {
-  local pid="$1" arg has_bin=0 has_cfg=0
-  is_uint "$pid" || return 1
-  [ -r "/proc/$pid/cmdline" ] || return 1
+# True if process PID exists and is not a zombie.
+proc_alive() {
+  local stat=""
+  is_uint "$1" || return 1
+  { IFS= read -r stat || true; } 2>/dev/null < "/proc/$1/stat" || return 1
+  stat="${stat##*) }"               # past "pid (comm) "; comm may hold anything
+  [ -n "$stat" ] && [ "${stat%% *}" != Z ]
+}
+
+# True if /proc/PID/cmdline has an argument named .../detdb (the binary, or
+# the path handed to setsid, nohup or `ip netns exec` on the way there) and
+# --config=$CONFIG.
+cmdline_is_node() {
+  local arg has_bin=0 has_cfg=0
   while IFS= read -r -d '' arg; do
     [ "${arg##*/}" = "detdb" ] && has_bin=1
     [ "$arg" = "--config=$CONFIG" ] && has_cfg=1
-  done < "/proc/$pid/cmdline" 2>/dev/null || true
+  done 2>/dev/null < "/proc/$1/cmdline" || true
   [ "$has_bin" = 1 ] && [ "$has_cfg" = 1 ]
 }
+
+# True if PID is alive and runs a detdb node of this folder's config. A
+# recycled pid, a zombie or another cluster's detdb is not ours. cmdline is
+# empty for a moment while a process execs (setsid -> nohup -> detdb), so a
+# live process that does not match is looked at a few more times.
+is_our_node() {
+  local pid="$1" try
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    proc_alive "$pid" || return 1
+    cmdline_is_node "$pid" && return 0
+    [ "$try" = 10 ] || sleep 0.02
+  done
+  return 1
+}
+
+# Pids that this very `up` started: until they exec detdb their cmdline is
+# this script's, so for them being alive is enough.
+STARTED_PIDS=()
+is_started() {
+  local p
+  for p in ${STARTED_PIDS[@]+"${STARTED_PIDS[@]}"}; do
+    [ "$p" = "$1" ] && { proc_alive "$1"; return; }
+  done
+  return 1
+}
+owns() { is_started "$1" || is_our_node "$1"; }
 
 # Pid recorded for node I, or empty.
 recorded_pid() {
@@ -179,7 +212,7 @@ stop_nodes() {
   local i pid waited=0 alive=() left=()
   for i in $(recorded_nodes); do
     pid="$(recorded_pid "$i")"
-    if [ -n "$pid" ] && is_our_node "$pid"; then
+    if [ -n "$pid" ] && owns "$pid"; then
       say "stopping node $i (pid $pid)"
       kill -TERM "$pid" 2>/dev/null || true
       alive+=("$i:$pid")
@@ -190,13 +223,14 @@ stop_nodes() {
     waited=$((waited + 1))
     left=()
     for i in "${alive[@]}"; do
-      if is_our_node "${i#*:}"; then left+=("$i"); fi
+      # Only alive: a pid recycled within these seconds is caught below.
+      if proc_alive "${i#*:}"; then left+=("$i"); fi
     done
     alive=(${left[@]+"${left[@]}"})
   done
   for i in ${alive[@]+"${alive[@]}"}; do
     pid="${i#*:}"
-    if is_our_node "$pid"; then
+    if owns "$pid"; then
       say "node ${i%%:*} (pid $pid) ignored SIGTERM for ${STOP_TIMEOUT_S} s: SIGKILL"
       kill -KILL "$pid" 2>/dev/null || true
     fi
@@ -214,8 +248,11 @@ running_nodes() {
 }
 
 print_log_tails() {
-  local f
-  for f in "$DIR"/node*.log; do
+  local i n f
+  n="$(config_nodes)"
+  for ((i = 0; i < n; i++)); do
+    f="$DIR/node$i.log"
+    [ -f "$f" ] || continue
     printf '==> %s <==\n' "$f" >&2
     tail -n 50 -- "$f" >&2 || true
   done
@@ -225,7 +262,8 @@ print_log_tails() {
 # every process started below so a node never holds it.
 lock_dir() {
   command -v flock >/dev/null || return 0
-  exec 9>"$DIR/.lock"
+  { : >> "$DIR/.lock"; } 2>/dev/null || die "cannot write in $DIR (another user's cluster?)"
+  exec 9>>"$DIR/.lock"
   flock -w 120 9 || die "$DIR is locked by another $PROG for over 120 s"
 }
 
@@ -351,8 +389,9 @@ netns_setup() {
   if [ -n "$(ip -4 -o addr show to "$SUBNET.0/24" 2>/dev/null)" ]; then
     die "an interface of this machine already has an address in $SUBNET.0/24"
   fi
-  if [ "$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo 0)" = 1 ]; then
-    say "warning: bridge-nf-call-iptables=1: iptables FORWARD rules (e.g. Docker's) also filter traffic between the namespaces"
+  if [ "$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo 0)" = 1 ] &&
+     iptables -S FORWARD 2>/dev/null | grep -q '^-P FORWARD DROP'; then
+    say "warning: bridged traffic goes through iptables FORWARD (bridge-nf-call-iptables=1), whose policy is DROP (Docker?): nodes may not reach each other"
   fi
 
   : > "$NETNS_FILE"
@@ -413,7 +452,7 @@ cmd_up() {
   if [ -n "$running" ]; then
     die "a cluster of $DIR still runs (nodes: ${running% }); stop it first: $PROG down --dir=$DIR"
   fi
-  rm -f -- "$DIR"/node*.pid        # stale: their processes are gone
+  rm -f -- "$DIR"/node*.pid "$DIR"/node*.log  # stale pids; the last cluster's logs
   netns_teardown                   # leftovers of an --netns cluster that died
 
   ensure_binaries
@@ -439,6 +478,8 @@ cmd_up() {
     # does not reach it. Neither setsid (not a group leader here) nor
     # `ip netns exec` forks, so $! is the detdb process itself.
     setsid nohup "${node_cmd[@]}" > "$DIR/node$i.log" 2>&1 < /dev/null 9>&- &
+    STARTED_PIDS+=("$!")
+    disown "$!"                    # no "Killed" job report if it is stopped
     printf '%s\n' "$!" > "$DIR/node$i.pid"
   done
   say "started $n node(s); waiting up to ${READY_TIMEOUT_S} s until all are ready"
@@ -448,8 +489,8 @@ cmd_up() {
   CTL_PID=$!
   while kill -0 "$CTL_PID" 2>/dev/null; do
     for ((i = 0; i < n; i++)); do
-      pid="$(recorded_pid "$i")"
-      if ! is_our_node "$pid"; then
+      pid="${STARTED_PIDS[i]}"
+      if ! proc_alive "$pid"; then
         say "node $i (pid $pid) exited during startup"
         exit 1
       fi
@@ -489,7 +530,7 @@ cmd_status() {
   for ((i = 0; i < n; i++)); do
     pid="$(recorded_pid "$i")"
     if [ -z "$pid" ]; then
-      echo "node $i: not started"; all=0
+      echo "node $i: not running (no pid file)"; all=0
     elif is_our_node "$pid"; then
       echo "node $i: pid $pid running"; any=1
     else

@@ -136,6 +136,10 @@ absl::Status Engine::Validate(const pb::Txn& txn) const {
         return absl::InvalidArgumentError(absl::StrCat("key ", k, " names unknown table ", KeyTable(k)));
       if (partitioner_->PartitionOf(k) >= stores_.size())
         return absl::InvalidArgumentError(absl::StrCat("key ", k, " is outside every partition"));
+      if (options_.key_check) {
+        absl::Status s = options_.key_check(k);
+        if (!s.ok()) return s;
+      }
     }
   }
   return absl::OkStatus();

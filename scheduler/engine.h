@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -62,6 +63,9 @@ struct EngineOptions {
   // client ids are the clients' own (any nonzero value; RegisterClient is
   // not used). A cluster node's client endpoint is such a sink.
   TxnClient* results = nullptr;
+  // Optional extra check of every key before sequencing (e.g. that a row
+  // exists in the workload's key space); its error is the client's.
+  std::function<absl::Status(Key)> key_check;
 };
 
 struct EngineStats {
@@ -100,6 +104,8 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // txns were still running.
   absl::Status Stop(std::chrono::milliseconds drain_timeout = std::chrono::seconds(60));
 
+  // What Submit checks before sequencing, without submitting. Thread-safe.
+  absl::Status Check(const pb::Txn& txn) const { return Validate(txn); }
   // Validates and queues txn. InvalidArgument (unknown type, unknown table,
   // unregistered client, too many keys) or Unavailable (stopped, overloaded).
   absl::Status Submit(pb::Txn txn);

@@ -1,0 +1,291 @@
+#include "deploy/client_endpoint.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/thread_name.h"
+#include "glog/logging.h"
+
+namespace detdb {
+namespace {
+
+pb::StatusCode ToCode(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kOk:
+      return pb::STATUS_OK;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kAlreadyExists:
+      return pb::STATUS_INVALID_ARGUMENT;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kResourceExhausted:
+      return pb::STATUS_UNAVAILABLE;
+    default:
+      return pb::STATUS_INTERNAL;
+  }
+}
+
+void FillError(const pb::Txn& t, const absl::Status& s, pb::TxnResult* r) {
+  r->set_client_id(t.client_id());
+  r->set_client_seq(t.client_seq());
+  r->set_status(ToCode(s));
+  r->set_error(std::string(s.message()));
+}
+
+}  // namespace
+
+ClientEndpoint::ClientEndpoint(const ClientEndpointOptions& options) : options_(options) {}
+
+absl::StatusOr<std::unique_ptr<ClientEndpoint>> ClientEndpoint::Create(const ClientEndpointOptions& options) {
+  std::unique_ptr<ClientEndpoint> e(new ClientEndpoint(options));
+  try {
+    e->router_ = std::make_unique<zmq::socket_t>(e->ctx_, zmq::socket_type::router);
+    e->router_->set(zmq::sockopt::linger, 0);
+    e->router_->set(zmq::sockopt::sndhwm, 100000);
+    e->router_->set(zmq::sockopt::rcvhwm, 100000);
+    // Hard cap: ZeroMQ disconnects a client that sends more (4x the limit,
+    // so that frames just above the limit still get a clear error).
+    e->router_->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(4 * options.max_request_bytes));
+    e->router_->bind(options.bind);
+  } catch (const zmq::error_t& err) {
+    return absl::UnavailableError(absl::StrCat("client port ", options.bind, ": ", err.what()));
+  }
+  e->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (e->wake_fd_ < 0) return absl::InternalError("eventfd failed");
+  return e;
+}
+
+ClientEndpoint::~ClientEndpoint() {
+  Stop();
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+void ClientEndpoint::Start(Engine* engine, std::function<pb::NodeInfo()> info) {
+  CHECK(!thread_.joinable());
+  engine_ = engine;
+  info_ = std::move(info);
+  thread_ = std::thread([this] {
+    SetThreadName("detdb-clients");
+    Loop();
+  });
+}
+
+void ClientEndpoint::Stop() {
+  stop_.store(true, std::memory_order_release);
+  Wake();
+  if (thread_.joinable()) thread_.join();
+  std::vector<std::thread> waiters;
+  {
+    std::lock_guard<std::mutex> l(out_mu_);
+    waiters.swap(waiters_);
+  }
+  for (std::thread& t : waiters) t.join();
+  router_.reset();
+}
+
+ClientEndpointStats ClientEndpoint::stats() const {
+  ClientEndpointStats s;
+  s.requests = requests_.load();
+  s.bad_frames = bad_frames_.load();
+  s.duplicates = duplicates_.load();
+  s.refused = refused_.load();
+  s.lost_replies = lost_replies_.load();
+  return s;
+}
+
+void ClientEndpoint::Wake() {
+  if (wake_fd_ < 0) return;
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+void ClientEndpoint::OnResult(const pb::TxnResult& result) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> l(out_mu_);
+    wake = results_.empty() && replies_.empty();
+    results_.push_back(result);
+  }
+  if (wake) Wake();
+}
+
+void ClientEndpoint::Loop() {
+  zmq::message_t identity, payload;
+  while (!stop_.load(std::memory_order_acquire)) {
+    zmq::pollitem_t items[2] = {{router_->handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 2, std::chrono::milliseconds(100));
+      if (items[1].revents & ZMQ_POLLIN) {
+        uint64_t n;
+        (void)!read(wake_fd_, &n, sizeof(n));
+      }
+      Flush();
+      if ((items[0].revents & ZMQ_POLLIN) == 0) continue;
+      // A bounded number of requests per round, so results keep flowing.
+      for (int i = 0; i < 256 && router_->recv(identity, zmq::recv_flags::dontwait); ++i) {
+        const std::string id(static_cast<const char*>(identity.data()), identity.size());
+        if (!identity.more()) {  // cannot happen on a ROUTER; be safe
+          bad_frames_.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        (void)router_->recv(payload, zmq::recv_flags::none);
+        if (payload.more()) {  // more than one payload frame: drain and refuse
+          while (payload.more()) (void)router_->recv(payload, zmq::recv_flags::none);
+          BadFrame(id, "a request is a single frame (use a DEALER socket)");
+          continue;
+        }
+        HandleFrame(id, payload);
+      }
+      Flush();
+    } catch (const zmq::error_t& e) {
+      LOG(ERROR) << "client socket: " << e.what();
+    }
+  }
+}
+
+void ClientEndpoint::BadFrame(const std::string& identity, const std::string& why) {
+  bad_frames_.fetch_add(1, std::memory_order_relaxed);
+  LOG_EVERY_N(WARNING, 100) << "bad client frame: " << why;
+  pb::ClientReply r;
+  r.set_status(pb::STATUS_INVALID_ARGUMENT);
+  r.set_error(why);
+  Reply(identity, r);
+}
+
+void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message_t& payload) {
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  if (payload.size() > options_.max_request_bytes)
+    return BadFrame(identity, absl::StrCat("request of ", payload.size(), " bytes exceeds the limit of ",
+                                           options_.max_request_bytes));
+  pb::ClientRequest req;
+  if (!req.ParseFromArray(payload.data(), static_cast<int>(payload.size())))
+    return BadFrame(identity, "request does not parse as detdb.pb.ClientRequest");
+  if (req.txns_size() > 0) HandleTxns(identity, &req);
+  if (req.info()) {
+    pb::ClientReply r;
+    r.set_request_id(req.request_id());
+    *r.mutable_info() = info_();
+    r.mutable_info()->set_bad_frames(bad_frames_.load());
+    r.mutable_info()->set_duplicates(duplicates_.load());
+    r.mutable_info()->set_lost_replies(lost_replies_.load());
+    Reply(identity, r);
+  }
+  if (req.history()) {
+    pb::ClientReply r;
+    r.set_request_id(req.request_id());
+    for (const auto& b : engine_->history()) *r.add_history() = *b;
+    if (r.history_size() == 0 && engine_->stats().epochs > 0) {
+      r.set_status(pb::STATUS_INVALID_ARGUMENT);
+      r.set_error("this node keeps no history (start it with --record_history)");
+    }
+    Reply(identity, r);
+  }
+  if (req.digest()) {
+    // Waiting for the schedulers may take a while: not on this thread.
+    const uint64_t min_epoch = req.digest_min_epoch(), request_id = req.request_id();
+    std::lock_guard<std::mutex> l(out_mu_);
+    waiters_.emplace_back([this, identity, min_epoch, request_id] {
+      Outgoing out;
+      out.identity = identity;
+      out.reply.set_request_id(request_id);
+      absl::Status s = engine_->WaitIdle(min_epoch, options_.digest_timeout);
+      if (s.ok()) {
+        for (auto [p, d] : engine_->PartitionDigests()) {
+          pb::PartitionDigest* pd = out.reply.add_digests();
+          pd->set_partition(p);
+          pd->set_digest(d);
+        }
+      } else {
+        out.reply.set_status(ToCode(s));
+        out.reply.set_error(std::string(s.message()));
+      }
+      {
+        std::lock_guard<std::mutex> l2(out_mu_);
+        replies_.push_back(std::move(out));
+      }
+      Wake();
+    });
+  }
+}
+
+void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* req) {
+  pb::ClientReply errors;
+  std::vector<pb::Txn> accepted;
+  accepted.reserve(req->txns_size());
+  struct Undo {
+    uint64_t client;
+    ClientState old;
+  };
+  std::vector<Undo> undo;
+  for (pb::Txn& t : *req->mutable_txns()) {
+    absl::Status s;
+    if (t.client_id() == 0) s = absl::InvalidArgumentError("client_id must be nonzero");
+    auto it = clients_.find(t.client_id());
+    if (s.ok() && it == clients_.end() && clients_.size() >= options_.max_clients)
+      s = absl::UnavailableError("too many client ids");
+    if (s.ok() && it != clients_.end() && it->second.seen && t.client_seq() <= it->second.last_seq) {
+      s = absl::AlreadyExistsError(absl::StrCat("duplicate or out-of-order request: client ", t.client_id(), " seq ",
+                                                t.client_seq(), " (last accepted ", it->second.last_seq, ")"));
+      duplicates_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (s.ok()) s = engine_->Check(t);
+    if (!s.ok()) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      FillError(t, s, errors.add_results());
+      continue;
+    }
+    if (it == clients_.end()) it = clients_.emplace(t.client_id(), ClientState{}).first;
+    undo.push_back({t.client_id(), it->second});
+    it->second.identity = identity;
+    it->second.last_seq = t.client_seq();
+    it->second.seen = true;
+    accepted.push_back(std::move(t));
+  }
+  if (!accepted.empty()) {
+    absl::Status s = engine_->SubmitMany(&accepted);
+    if (!s.ok()) {  // nothing of it was sequenced: the client may retry the same seqs
+      for (auto u = undo.rbegin(); u != undo.rend(); ++u) clients_[u->client] = u->old;
+      refused_.fetch_add(accepted.size(), std::memory_order_relaxed);
+      for (const pb::Txn& t : accepted) FillError(t, s, errors.add_results());
+    }
+  }
+  if (errors.results_size() > 0) Reply(identity, errors);
+}
+
+void ClientEndpoint::Reply(const std::string& identity, const pb::ClientReply& reply) {
+  const size_t size = reply.ByteSizeLong();
+  try {
+    zmq::message_t id(identity.data(), identity.size()), body(size);
+    reply.SerializeWithCachedSizesToArray(static_cast<uint8_t*>(body.data()));
+    if (!router_->send(id, zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
+        !router_->send(body, zmq::send_flags::dontwait))
+      lost_replies_.fetch_add(1, std::memory_order_relaxed);
+  } catch (const zmq::error_t& e) {
+    lost_replies_.fetch_add(1, std::memory_order_relaxed);  // e.g. the client went away
+  }
+}
+
+void ClientEndpoint::Flush() {
+  std::vector<pb::TxnResult> results;
+  std::vector<Outgoing> replies;
+  {
+    std::lock_guard<std::mutex> l(out_mu_);
+    results.swap(results_);
+    replies.swap(replies_);
+  }
+  for (const Outgoing& o : replies) Reply(o.identity, o.reply);
+  if (results.empty()) return;
+  // One reply frame per connection.
+  absl::flat_hash_map<std::string, pb::ClientReply> by_conn;
+  for (pb::TxnResult& r : results) {
+    auto it = clients_.find(r.client_id());
+    if (it == clients_.end()) {
+      lost_replies_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    *by_conn[it->second.identity].add_results() = std::move(r);
+  }
+  for (const auto& [identity, reply] : by_conn) Reply(identity, reply);
+}
+
+}  // namespace detdb

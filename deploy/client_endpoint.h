@@ -1,0 +1,112 @@
+// ClientEndpoint: a node's door for clients. A ZeroMQ ROUTER socket bound on
+// the node's client_port; clients (deploy/client.h, a DEALER) send one
+// pb::ClientRequest per frame and get pb::ClientReply frames back.
+//
+// INPUT:  request frames (endpoint thread); TxnClient::OnResult from the
+//         engine (worker or network threads) for every txn submitted here.
+// OUTPUT: ClientReply frames: the results of txns (batched per client
+//         connection), immediate errors for txns refused before sequencing,
+//         NodeInfo, partition digests, the node's sequencer history.
+//
+// Validation before anything is sequenced: a frame larger than
+// max_request_bytes is refused before parsing, one that does not parse or
+// is not a two-part [identity, payload] message is refused and counted
+// (bad_frames); every txn must have a nonzero client id and a client_seq
+// above the last one accepted from that client id (else it is a duplicate,
+// refused and counted), and must pass Engine::Check (known type and tables,
+// size). Replies never block the node: a client that went away or stopped
+// reading loses its replies (counted), the node goes on.
+//
+// Threads: one endpoint thread; digest requests wait on a helper thread of
+// their own. Thread-safety: OnResult is thread-safe; Start/Stop from one
+// owner thread.
+#ifndef DETDB_DEPLOY_CLIENT_ENDPOINT_H_
+#define DETDB_DEPLOY_CLIENT_ENDPOINT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "proto/client.pb.h"
+#include "scheduler/engine.h"
+#include "zmq.hpp"
+
+namespace detdb {
+
+struct ClientEndpointOptions {
+  std::string bind;                       // e.g. "tcp://127.0.0.1:41001"
+  size_t max_request_bytes = 16u << 20;   // larger frames are refused unparsed
+  size_t max_clients = 1u << 20;          // distinct client ids remembered
+  std::chrono::milliseconds digest_timeout{30000};
+};
+
+struct ClientEndpointStats {
+  uint64_t requests = 0, bad_frames = 0, duplicates = 0, refused = 0, lost_replies = 0;
+};
+
+class ClientEndpoint final : public TxnClient {
+ public:
+  // Binds the socket; Unavailable if the port is taken.
+  static absl::StatusOr<std::unique_ptr<ClientEndpoint>> Create(const ClientEndpointOptions& options);
+  ~ClientEndpoint() override;  // Stop()
+
+  // Starts serving. info() fills the node's part of NodeInfo (called on the
+  // endpoint thread). REQUIRES: engine (whose results sink is this endpoint)
+  // outlives Stop().
+  void Start(Engine* engine, std::function<pb::NodeInfo()> info);
+  void Stop();
+
+  // TxnClient: a txn submitted here is finished.
+  void OnResult(const pb::TxnResult& result) override;
+
+  ClientEndpointStats stats() const;
+
+ private:
+  struct ClientState {
+    std::string identity;  // the connection that last submitted for this client id
+    uint64_t last_seq = 0;
+    bool seen = false;
+  };
+  struct Outgoing {
+    std::string identity;
+    pb::ClientReply reply;
+  };
+
+  explicit ClientEndpoint(const ClientEndpointOptions& options);
+  void Loop();
+  void HandleFrame(const std::string& identity, const zmq::message_t& payload);
+  void HandleTxns(const std::string& identity, pb::ClientRequest* request);
+  void Reply(const std::string& identity, const pb::ClientReply& reply);
+  void BadFrame(const std::string& identity, const std::string& why);
+  void Flush();
+  void Wake();
+
+  const ClientEndpointOptions options_;
+  Engine* engine_ = nullptr;
+  std::function<pb::NodeInfo()> info_;
+  zmq::context_t ctx_{1};
+  std::unique_ptr<zmq::socket_t> router_;  // endpoint thread only (after Start)
+  int wake_fd_ = -1;                       // eventfd: results or replies queued
+
+  absl::flat_hash_map<uint64_t, ClientState> clients_;  // endpoint thread only
+
+  std::mutex out_mu_;
+  std::vector<pb::TxnResult> results_;     // guarded by out_mu_
+  std::vector<Outgoing> replies_;          // guarded by out_mu_
+  std::vector<std::thread> waiters_;       // guarded by out_mu_ (digest requests)
+
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> requests_{0}, bad_frames_{0}, duplicates_{0}, refused_{0}, lost_replies_{0};
+  std::thread thread_;
+};
+
+}  // namespace detdb
+
+#endif  // DETDB_DEPLOY_CLIENT_ENDPOINT_H_

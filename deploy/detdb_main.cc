@@ -1,0 +1,102 @@
+// detdb: one node of a detdb cluster.
+//
+//   detdb --config=cluster.pbtxt --node_id=0 [--lock_manager=dclp --workers=2 ...]
+//
+// Binds the node's peer and client ports (from the config), loads its
+// partitions, waits for every other node of the config, then sequences,
+// schedules and executes txns until SIGINT or SIGTERM. Logs go to stderr
+// (glog; --log_dir to write files instead). deploy/local_cluster.sh starts a
+// whole cluster on this machine.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <thread>
+#include <cstdio>
+
+#include "deploy/cluster_config.h"
+#include "deploy/node.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+
+DEFINE_string(config, "", "Cluster config (protobuf text, detdb.pb.ClusterConfig); required");
+DEFINE_int32(node_id, -1, "This node's id in the config; required");
+DEFINE_string(lock_manager, "dclp", "dclp, det2pl, vll, vll_sca or dclp_frag");
+DEFINE_uint32(workers, 1, "Worker threads per partition");
+DEFINE_uint64(epoch_us, 0, "Epoch length in microseconds if the config gives none (all nodes must agree)");
+DEFINE_uint32(max_active, 2000, "Lock manager admission bound (active txns per partition)");
+DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (power of two)");
+DEFINE_uint64(max_pending, 1u << 20, "Txns accepted here and not yet answered; more are refused (overload)");
+DEFINE_uint64(max_keys_per_txn, 10000, "Larger txns are refused");
+DEFINE_string(workload, "micro", "Data to load: micro (the microbenchmark table)");
+DEFINE_uint64(micro_records, 1000000, "micro: records per partition");
+DEFINE_bool(record_history, false, "Keep every batch this node's sequencer made (tests replay them)");
+DEFINE_uint64(max_request_bytes, 16u << 20, "Client frames above this size are refused before parsing");
+DEFINE_uint32(handshake_timeout_s, 600, "Give up if the other nodes are not all up by then");
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("detdb --config=<cluster.pbtxt> --node_id=<id> [flags]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = FLAGS_log_dir.empty();
+  google::InitGoogleLogging(argv[0]);
+  if (FLAGS_config.empty() || FLAGS_node_id < 0) {
+    fprintf(stderr, "detdb: --config and --node_id are required\n%s\n", gflags::ProgramUsage());
+    return 2;
+  }
+  auto config = detdb::LoadClusterConfig(FLAGS_config);
+  if (!config.ok()) {
+    fprintf(stderr, "detdb: %s: %s\n", FLAGS_config.c_str(), std::string(config.status().message()).c_str());
+    return 2;
+  }
+  if (config->epoch_us() != 0 && FLAGS_epoch_us != 0 && config->epoch_us() != FLAGS_epoch_us) {
+    fprintf(stderr, "detdb: --epoch_us=%lu differs from the config's epoch_us %lu\n",
+            static_cast<unsigned long>(FLAGS_epoch_us), static_cast<unsigned long>(config->epoch_us()));
+    return 2;
+  }
+  detdb::NodeOptions o;
+  o.config = *config;
+  o.node_id = static_cast<uint32_t>(FLAGS_node_id);
+  o.engine.lock_manager = FLAGS_lock_manager;
+  o.engine.workers = FLAGS_workers;
+  o.engine.epoch_us = FLAGS_epoch_us != 0 ? FLAGS_epoch_us : 1000;
+  o.engine.lock.max_active = FLAGS_max_active;
+  o.engine.lock.table_size = FLAGS_table_size;
+  o.engine.max_pending = FLAGS_max_pending;
+  o.engine.max_keys_per_txn = FLAGS_max_keys_per_txn;
+  o.engine.record_history = FLAGS_record_history;
+  o.workload = FLAGS_workload;
+  o.micro_records_per_partition = FLAGS_micro_records;
+  o.max_request_bytes = FLAGS_max_request_bytes;
+  o.handshake_timeout = std::chrono::seconds(FLAGS_handshake_timeout_s);
+
+  // Every thread inherits the blocked signals; main waits for them below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto node = detdb::Node::Create(o);
+  if (!node.ok()) {
+    fprintf(stderr, "detdb: node %d: %s\n", FLAGS_node_id, std::string(node.status().message()).c_str());
+    return 1;
+  }
+  // Start() blocks in the handshake; a signal meanwhile must still stop us.
+  absl::Status started;
+  std::thread starter([&] {
+    started = (*node)->Start();
+    if (!started.ok() && !absl::IsCancelled(started)) {
+      LOG(ERROR) << "node " << FLAGS_node_id << " cannot start: " << started;
+      kill(getpid(), SIGTERM);
+    }
+  });
+  int sig = 0;
+  sigwait(&signals, &sig);
+  LOG(INFO) << "node " << FLAGS_node_id << ": signal " << sig << ", stopping";
+  (*node)->CancelStart();
+  starter.join();
+  absl::Status s = (*node)->Stop();
+  if (!s.ok()) LOG(WARNING) << "stop: " << s;
+  LOG(INFO) << "node " << FLAGS_node_id << " stopped";
+  return started.ok() || absl::IsCancelled(started) ? 0 : 1;
+}

@@ -1,0 +1,119 @@
+#include "deploy/node.h"
+
+#include "absl/strings/str_cat.h"
+#include "bench/micro.h"
+#include "deploy/cluster_config.h"
+#include "glog/logging.h"
+#include "storage/micro_table.h"
+
+namespace detdb {
+
+Node::Node(const NodeOptions& options) : options_(options) {}
+
+Node::~Node() { (void)Stop(std::chrono::milliseconds(0)); }
+
+absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
+  absl::Status s = ValidateClusterConfig(options.config);
+  if (!s.ok()) return s;
+  if (options.workload != "micro")
+    return absl::InvalidArgumentError(absl::StrCat("unknown workload '", options.workload, "' (known: micro)"));
+  std::unique_ptr<Node> node(new Node(options));
+  const pb::ClusterConfig& config = node->options_.config;
+  const pb::NodeConfig* self = nullptr;
+  for (const auto& n : config.nodes())
+    if (n.id() == options.node_id) self = &n;
+  if (self == nullptr) return absl::InvalidArgumentError(absl::StrCat("node ", options.node_id, " is not in the config"));
+  node->epoch_us_ = config.epoch_us() != 0 ? config.epoch_us() : options.engine.epoch_us;
+  node->partitioner_ = std::make_unique<ModPartitioner>(config.num_partitions());
+  s = RegisterMicroProcedures(&node->procedures_);
+  if (!s.ok()) return s;
+
+  ZmqPeerNetOptions no;
+  no.config = config;
+  no.node_id = options.node_id;
+  no.epoch_us = node->epoch_us_;
+  auto net = ZmqPeerNet::Create(no);
+  if (!net.ok()) return net.status();
+  node->net_ = std::move(*net);
+
+  ClientEndpointOptions co;
+  co.bind = absl::StrCat("tcp://", self->host(), ":", self->client_port());
+  co.max_request_bytes = options.max_request_bytes;
+  auto endpoint = ClientEndpoint::Create(co);
+  if (!endpoint.ok()) return endpoint.status();
+  node->endpoint_ = std::move(*endpoint);
+
+  EngineOptions eo = options.engine;
+  eo.epoch_us = node->epoch_us_;
+  eo.peers = node->net_.get();
+  eo.results = node->endpoint_.get();
+  const uint64_t rows = options.micro_records_per_partition * config.num_partitions();
+  eo.key_check = [rows](Key k) -> absl::Status {
+    if (KeyTable(k) == kMicroTable && KeyRow(k) >= rows)
+      return absl::InvalidArgumentError(absl::StrCat("key ", k, " (micro row ", KeyRow(k),
+                                                     ") is outside every partition: rows are 0 .. ", rows - 1));
+    return absl::OkStatus();
+  };
+  auto engine = Engine::Create(eo, node->partitioner_.get(), &node->procedures_);
+  if (!engine.ok()) return engine.status();
+  node->engine_ = std::move(*engine);
+  for (PartitionId p : node->engine_->local_partitions()) {
+    s = LoadMicroTable(node->engine_->store(p), *node->partitioner_, p, options.micro_records_per_partition);
+    if (!s.ok()) return s;
+  }
+  return node;
+}
+
+absl::Status Node::Start() {
+  endpoint_->Start(engine_.get(), [this] { return info(); });
+  net_->Start();
+  LOG(INFO) << "node " << options_.node_id << ": waiting for the other " << options_.config.nodes_size() - 1
+            << " node(s)";
+  auto start_us = net_->Handshake(options_.handshake_timeout);
+  if (!start_us.ok()) return start_us.status();
+  absl::Status s = engine_->Start(*start_us);
+  if (!s.ok()) return s;
+  ready_.store(true, std::memory_order_release);
+  LOG(INFO) << "node " << options_.node_id << " ready: " << engine_->local_partitions().size() << " partition(s), "
+            << options_.engine.lock_manager << ", " << options_.engine.workers << " worker(s) per partition, epoch "
+            << epoch_us_ << " us";
+  return absl::OkStatus();
+}
+
+absl::Status Node::Stop(std::chrono::milliseconds drain) {
+  if (stopped_) return absl::OkStatus();
+  stopped_ = true;
+  ready_.store(false, std::memory_order_release);
+  endpoint_->Stop();  // no new requests; replies still to come are dropped
+  absl::Status s = engine_->Stop(drain);
+  net_->Stop();
+  return s;
+}
+
+pb::NodeInfo Node::info() const {
+  pb::NodeInfo i;
+  i.set_node_id(options_.node_id);
+  i.set_num_nodes(options_.config.nodes_size());
+  i.set_num_partitions(options_.config.num_partitions());
+  for (PartitionId p : engine_->local_partitions()) i.add_partitions(p);
+  i.set_ready(ready());
+  i.set_lock_manager(options_.engine.lock_manager);
+  i.set_workload(options_.workload);
+  i.set_micro_records_per_partition(options_.micro_records_per_partition);
+  if (ready()) {
+    i.set_epoch(engine_->open_epoch());
+    i.set_merged_epoch(engine_->merged_epoch());
+  }
+  const EngineStats es = engine_->stats();
+  i.set_submitted(es.submitted);
+  i.set_replied(es.replied);
+  i.set_rejected(es.rejected);
+  for (const SchedulerStats& ps : es.partitions) {
+    i.set_committed(i.committed() + ps.committed);
+    i.set_aborted(i.aborted() + ps.aborted);
+  }
+  i.set_peer_dropped(net_->stats().dropped);
+  return i;
+}
+
+}  // namespace detdb

@@ -1,0 +1,255 @@
+#include "deploy/zmq_peer_net.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/thread_name.h"
+#include "deploy/cluster_config.h"
+#include "glog/logging.h"
+
+namespace detdb {
+
+uint64_t WallClockMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+std::string Endpoint(const pb::NodeConfig& n, uint32_t port) { return absl::StrCat("tcp://", n.host(), ":", port); }
+}  // namespace
+
+ZmqPeerNet::ZmqPeerNet(const ZmqPeerNetOptions& options)
+    : options_(options), config_hash_(ClusterConfigHash(options.config)) {}
+
+absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetOptions& options) {
+  absl::Status valid = ValidateClusterConfig(options.config);
+  if (!valid.ok()) return valid;
+  const pb::NodeConfig* self = nullptr;
+  uint32_t max_id = 0;
+  for (const auto& n : options.config.nodes()) {
+    max_id = std::max(max_id, n.id());
+    if (n.id() == options.node_id) self = &n;
+  }
+  if (self == nullptr) return absl::InvalidArgumentError(absl::StrCat("node ", options.node_id, " is not in the config"));
+  if (max_id + 1 != static_cast<uint32_t>(options.config.nodes_size()))
+    return absl::InvalidArgumentError("cluster mode needs node ids 0 .. N-1");
+  std::unique_ptr<ZmqPeerNet> net(new ZmqPeerNet(options));
+  net->num_nodes_ = max_id + 1;
+  net->node_of_.resize(options.config.num_partitions());
+  for (const auto& n : options.config.nodes())
+    for (uint32_t p : n.partitions()) net->node_of_[p] = n.id();
+  net->receivers_.assign(options.config.num_partitions(), nullptr);
+  net->boot_us_.assign(net->num_nodes_, 0);
+  try {
+    net->pull_ = std::make_unique<zmq::socket_t>(net->ctx_, zmq::socket_type::pull);
+    net->pull_->set(zmq::sockopt::rcvhwm, 0);
+    net->pull_->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_frame_bytes));
+    net->pull_->set(zmq::sockopt::linger, 0);
+    net->pull_->bind(Endpoint(*self, self->peer_port()));
+    net->peers_.resize(net->num_nodes_);
+    for (const auto& n : options.config.nodes()) {
+      if (n.id() == options.node_id) continue;
+      auto peer = std::make_unique<Peer>();
+      peer->push = std::make_unique<zmq::socket_t>(net->ctx_, zmq::socket_type::push);
+      peer->push->set(zmq::sockopt::sndhwm, 0);  // never block a sender
+      peer->push->set(zmq::sockopt::linger, 0);
+      peer->push->set(zmq::sockopt::reconnect_ivl, 50);
+      peer->push->set(zmq::sockopt::reconnect_ivl_max, 200);
+      peer->push->connect(Endpoint(n, n.peer_port()));
+      net->peers_[n.id()] = std::move(peer);
+    }
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(absl::StrCat("peer port ", Endpoint(*self, self->peer_port()), ": ", e.what()));
+  }
+  return net;
+}
+
+ZmqPeerNet::~ZmqPeerNet() { Stop(); }
+
+void ZmqPeerNet::RegisterReceiver(PartitionId partition, RemoteReadsReceiver* receiver) {
+  CHECK_EQ(node_of_.at(partition), options_.node_id) << "partition " << partition << " is not local";
+  receivers_[partition] = receiver;
+}
+
+void ZmqPeerNet::Start() {
+  CHECK(handler_ != nullptr) << "SetHandler before Start";
+  CHECK(!thread_.joinable());
+  {
+    std::lock_guard<std::mutex> l(hello_mu_);
+    boot_us_[options_.node_id] = WallClockMicros();
+  }
+  thread_ = std::thread([this] {
+    SetThreadName("detdb-net");
+    ReceiveLoop();
+  });
+  for (uint32_t n = 0; n < num_nodes_; ++n) {
+    if (n == options_.node_id) continue;
+    pb::PeerMessage m;
+    m.mutable_hello()->set_boot_us(boot_us_[options_.node_id]);
+    m.mutable_hello()->set_epoch_us(options_.epoch_us);
+    SendTo(n, &m);
+  }
+}
+
+absl::StatusOr<uint64_t> ZmqPeerNet::Handshake(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> l(hello_mu_);
+  const bool all = hello_cv_.wait_for(l, timeout, [&] {
+    return hello_cancelled_ || !hello_error_.empty() || std::all_of(boot_us_.begin(), boot_us_.end(), [](uint64_t b) { return b != 0; });
+  });
+  if (hello_cancelled_) return absl::CancelledError("handshake cancelled");
+  if (!hello_error_.empty()) return absl::FailedPreconditionError(hello_error_);
+  if (!all) {
+    std::string missing;
+    for (uint32_t n = 0; n < num_nodes_; ++n)
+      if (boot_us_[n] == 0) absl::StrAppend(&missing, missing.empty() ? "" : ", ", n);
+    return absl::DeadlineExceededError(absl::StrCat("no hello yet from node(s) ", missing));
+  }
+  const uint64_t last = *std::max_element(boot_us_.begin(), boot_us_.end());
+  return last + static_cast<uint64_t>(options_.start_margin.count()) * 1000;
+}
+
+void ZmqPeerNet::CancelHandshake() {
+  std::lock_guard<std::mutex> l(hello_mu_);
+  hello_cancelled_ = true;
+  hello_cv_.notify_all();
+}
+
+void ZmqPeerNet::Stop() {
+  CancelHandshake();
+  stop_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+  for (auto& p : peers_) {
+    if (p == nullptr) continue;
+    std::lock_guard<std::mutex> l(p->mu);
+    p->push.reset();
+  }
+  pull_.reset();
+}
+
+ZmqPeerNetStats ZmqPeerNet::stats() const {
+  ZmqPeerNetStats s;
+  s.received = received_.load(std::memory_order_relaxed);
+  s.dropped = dropped_.load(std::memory_order_relaxed);
+  s.sent = sent_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
+  msg->set_config_hash(config_hash_);
+  msg->set_from_node(options_.node_id);
+  const size_t size = msg->ByteSizeLong();
+  zmq::message_t frame(size);
+  msg->SerializeWithCachedSizesToArray(static_cast<uint8_t*>(frame.data()));
+  Peer* peer = peers_.at(node).get();
+  CHECK(peer != nullptr) << "no socket to node " << node;
+  std::lock_guard<std::mutex> l(peer->mu);
+  if (peer->push == nullptr) return;  // stopped
+  try {
+    if (!peer->push->send(frame, zmq::send_flags::dontwait)) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      LOG_EVERY_N(ERROR, 1000) << "peer " << node << " send queue full; frame dropped";
+      return;
+    }
+  } catch (const zmq::error_t& e) {
+    LOG_EVERY_N(ERROR, 1000) << "send to node " << node << ": " << e.what();
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  sent_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ZmqPeerNet::Send(PartitionId to, pb::RemoteReads msg) {
+  const uint32_t node = node_of_.at(to);
+  if (node == options_.node_id) {
+    receivers_[to]->OnRemoteReads(std::move(msg));
+    return;
+  }
+  pb::PeerMessage m;
+  m.set_to_partition(to);
+  *m.mutable_remote_reads() = std::move(msg);
+  SendTo(node, &m);
+}
+
+void ZmqPeerNet::SendBatch(uint32_t node, const pb::Batch& batch) {
+  CHECK_NE(node, options_.node_id);
+  pb::PeerMessage m;
+  *m.mutable_batch() = batch;
+  SendTo(node, &m);
+}
+
+void ZmqPeerNet::SendResult(uint32_t node, const pb::TxnResult& result) {
+  CHECK_NE(node, options_.node_id);
+  pb::PeerMessage m;
+  *m.mutable_result() = result;
+  SendTo(node, &m);
+}
+
+void ZmqPeerNet::ReceiveLoop() {
+  zmq::message_t frame;
+  while (!stop_.load(std::memory_order_acquire)) {
+    zmq::pollitem_t item{pull_->handle(), 0, ZMQ_POLLIN, 0};
+    try {
+      zmq::poll(&item, 1, std::chrono::milliseconds(50));
+      if ((item.revents & ZMQ_POLLIN) == 0) continue;
+      while (pull_->recv(frame, zmq::recv_flags::dontwait)) {
+        if (frame.more()) {  // peers send single frames: drop the rest of a multipart message
+          dropped_.fetch_add(1, std::memory_order_relaxed);
+          while (frame.more() && pull_->recv(frame, zmq::recv_flags::dontwait)) {
+          }
+          continue;
+        }
+        Handle(frame);
+        if (stop_.load(std::memory_order_acquire)) break;
+      }
+    } catch (const zmq::error_t& e) {
+      LOG(ERROR) << "peer socket: " << e.what();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
+void ZmqPeerNet::Handle(const zmq::message_t& frame) {
+  auto drop = [&](const std::string& why) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(ERROR, 100) << "dropping peer frame (" << frame.size() << " bytes): " << why;
+  };
+  if (frame.size() > options_.max_frame_bytes) return drop("too large");
+  pb::PeerMessage m;
+  if (!m.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) return drop("does not parse");
+  if (m.config_hash() != config_hash_)
+    return drop(absl::StrCat("node ", m.from_node(), " runs with another cluster config (hash ", m.config_hash(),
+                             ", ours ", config_hash_, ")"));
+  if (m.from_node() >= num_nodes_ || m.from_node() == options_.node_id) return drop("unknown sender");
+  received_.fetch_add(1, std::memory_order_relaxed);
+  switch (m.body_case()) {
+    case pb::PeerMessage::kHello: {
+      std::lock_guard<std::mutex> l(hello_mu_);
+      if (m.hello().epoch_us() != options_.epoch_us)
+        hello_error_ = absl::StrCat("node ", m.from_node(), " runs with epoch_us ", m.hello().epoch_us(), ", we with ",
+                                    options_.epoch_us);
+      else if (boot_us_[m.from_node()] == 0)
+        boot_us_[m.from_node()] = std::max<uint64_t>(1, m.hello().boot_us());
+      else
+        LOG(WARNING) << "node " << m.from_node() << " said hello again (restarted?); ignored";
+      hello_cv_.notify_all();
+      return;
+    }
+    case pb::PeerMessage::kBatch:
+      if (m.batch().sequencer_id() != m.from_node()) return drop("batch of another sequencer");
+      handler_->OnPeerBatch(std::shared_ptr<const pb::Batch>(new pb::Batch(std::move(*m.mutable_batch()))));
+      return;
+    case pb::PeerMessage::kRemoteReads: {
+      const uint32_t to = m.to_partition();
+      if (to >= receivers_.size() || receivers_[to] == nullptr) return drop("remote reads for a partition not here");
+      receivers_[to]->OnRemoteReads(std::move(*m.mutable_remote_reads()));
+      return;
+    }
+    case pb::PeerMessage::kResult:
+      handler_->OnPeerResult(m.result());
+      return;
+    default:
+      return drop("empty message");
+  }
+}
+
+}  // namespace detdb
