@@ -1,0 +1,388 @@
+// Cluster mode end to end: real `detdb` processes on 127.0.0.1 talking
+// ZeroMQ, driven through the client library.
+//
+// - Every lock manager: a 3-node cluster (2 partitions per node) runs a
+//   seeded mix of single- and multi-partition txns from several clients;
+//   every client gets exactly one reply per request, and every partition's
+//   digest equals a serial replay of the global order (every node's
+//   sequencer batches merged by txn id) — results too.
+// - Bad input at a live node: random bytes, a truncated frame, an oversized
+//   frame, a multi-part message, an unknown txn type, a key outside every
+//   partition, an unknown table, a duplicate (client id, seq): each gets an
+//   error and is counted, a good client keeps being served meanwhile, and
+//   none of it is sequenced.
+// - A node killed in the middle of a run: the others stall (no progress, no
+//   divergence, no crash), keep answering, and stop cleanly.
+#include <signal.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "bench/micro.h"
+#include "common/partitioner.h"
+#include "deploy/client.h"
+#include "deploy/test_cluster.h"
+#include "lockmgr/lock_manager.h"
+#include "scheduler/serial_executor.h"
+#include "storage/micro_table.h"
+#include "zmq.hpp"
+
+namespace detdb {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr uint64_t kRecords = 200;  // per partition: hot enough for conflicts
+
+// Sends txns from `clients` clients (client c talks to node c % nodes) and
+// collects every reply. Returns replies by (client id, seq).
+struct DriveResult {
+  std::map<std::pair<uint64_t, uint64_t>, pb::TxnResult> results;
+  int duplicates = 0, refused = 0;
+};
+
+DriveResult Drive(ClusterClient* cc, uint32_t clients, int txns_per_client, double multipartition, uint64_t seed,
+                  std::chrono::seconds timeout = seconds(120)) {
+  DriveResult run;
+  MicroOptions w;
+  w.partitions = cc->config().num_partitions();
+  w.records_per_partition = kRecords;
+  w.contention = 0.05;
+  w.keys_per_txn = 4;
+  w.write_fraction = 0.6;
+  w.multipartition = multipartition;
+  int expected = 0;
+  for (uint32_t c = 0; c < clients; ++c) {
+    w.seed = seed + c;
+    MicroGenerator gen(w);
+    std::vector<pb::Txn> all;
+    for (int i = 0; i < txns_per_client; ++i) {
+      pb::Txn t;
+      gen.Next(&t);
+      t.set_client_id(1000 + c);
+      t.set_client_seq(i + 1);
+      all.push_back(std::move(t));
+    }
+    Client* node = cc->node(c % cc->num_nodes());
+    for (size_t i = 0; i < all.size(); i += 50) {
+      std::vector<pb::Txn> g(all.begin() + i, all.begin() + std::min(all.size(), i + 50));
+      EXPECT_TRUE(node->SubmitTxns(g).ok());
+    }
+    expected += txns_per_client;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int got = 0;
+  while (got < expected && std::chrono::steady_clock::now() < deadline) {
+    auto r = cc->Receive(milliseconds(100));
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok() || !r->has_value()) continue;
+    for (const pb::TxnResult& res : (*r)->second.results()) {
+      ++got;
+      if (res.status() == pb::STATUS_INVALID_ARGUMENT || res.status() == pb::STATUS_UNAVAILABLE) ++run.refused;
+      if (!run.results.emplace(std::make_pair(res.client_id(), res.client_seq()), res).second) ++run.duplicates;
+    }
+  }
+  // A little longer: nothing more may come.
+  for (int i = 0; i < 3; ++i) {
+    auto r = cc->Receive(milliseconds(100));
+    if (r.ok() && r->has_value()) run.duplicates += (*r)->second.results_size();
+  }
+  return run;
+}
+
+uint64_t MaxEpoch(ClusterClient* cc) {
+  auto infos = cc->InfoAll(seconds(5));
+  EXPECT_TRUE(infos.ok()) << infos.status();
+  uint64_t e = 0;
+  if (infos.ok())
+    for (const auto& i : *infos) e = std::max<uint64_t>(e, i.epoch());
+  return e;
+}
+
+class ClusterTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ClusterTest, EveryNodeEqualsTheSerialReplayOfTheGlobalOrder) {
+  TestClusterOptions o;
+  o.nodes = 3;
+  o.partitions_per_node = 2;
+  o.flags = {"--lock_manager=" + GetParam(), "--workers=2", absl::StrCat("--micro_records=", kRecords),
+             "--record_history", "--table_size=1024", "--max_active=100"};
+  TestCluster cluster(o);
+  ASSERT_TRUE(cluster.Start().ok()) << cluster.Logs();
+  auto cc = ClusterClient::Connect(cluster.config());
+  ASSERT_TRUE(cc.ok());
+  constexpr uint32_t kClients = 4;
+  constexpr int kTxns = 600;
+  const DriveResult run = Drive(cc->get(), kClients, kTxns, 0.3, 11);
+  ASSERT_EQ(run.results.size(), kClients * kTxns) << "every request answered\n" << cluster.Logs();
+  EXPECT_EQ(run.duplicates, 0) << "exactly one reply per request";
+  EXPECT_EQ(run.refused, 0);
+
+  // Digests once every node merged every epoch any txn could be in.
+  const uint64_t epoch = MaxEpoch(cc->get()) + 1;
+  std::map<uint32_t, uint64_t> digests;
+  std::vector<pb::Txn> order;
+  for (uint32_t n = 0; n < o.nodes; ++n) {
+    auto d = (*cc)->node(n)->Digests(epoch, seconds(30));
+    ASSERT_TRUE(d.ok()) << d.status();
+    for (const auto& pd : *d) digests[pd.partition()] = pd.digest();
+    auto h = (*cc)->node(n)->History(seconds(30));
+    ASSERT_TRUE(h.ok()) << h.status();
+    for (const pb::Batch& b : *h)
+      for (const pb::Txn& t : b.txns()) order.push_back(t);
+  }
+  ASSERT_EQ(digests.size(), o.nodes * o.partitions_per_node);
+  std::sort(order.begin(), order.end(), [](const pb::Txn& a, const pb::Txn& b) { return a.id() < b.id(); });
+  ASSERT_EQ(order.size(), kClients * kTxns) << "the global order holds every txn once";
+
+  ModPartitioner parts(cluster.config().num_partitions());
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  std::vector<std::unique_ptr<PartitionStore>> stores;
+  std::vector<PartitionStore*> raw;
+  for (PartitionId p = 0; p < parts.num_partitions(); ++p) {
+    stores.push_back(std::make_unique<PartitionStore>());
+    ASSERT_TRUE(LoadMicroTable(stores.back().get(), parts, p, kRecords).ok());
+    raw.push_back(stores.back().get());
+  }
+  SerialExecutor serial(&parts, &procs, raw);
+  int multi = 0;
+  for (const pb::Txn& t : order) {
+    const pb::TxnResult want = serial.Execute(t);
+    const pb::TxnResult& got = run.results.at({t.client_id(), t.client_seq()});
+    ASSERT_EQ(got.txn_id(), t.id());
+    ASSERT_EQ(got.status(), want.status());
+    ASSERT_EQ(got.result(), want.result()) << "txn " << t.id();
+    multi += t.readers_size() + t.writers_size() > 2 || (t.writers_size() == 2);
+  }
+  EXPECT_GT(multi, 100) << "the mix has multi-partition txns";
+  for (PartitionId p = 0; p < parts.num_partitions(); ++p)
+    EXPECT_EQ(digests.at(p), raw[p]->Digest()) << "partition " << p;
+  EXPECT_TRUE(cluster.Stop().ok()) << cluster.Logs();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLockManagers, ClusterTest, ::testing::ValuesIn(LockManagerNames()));
+
+// A raw DEALER, for frames the client library would never send.
+class RawClient {
+ public:
+  explicit RawClient(const pb::NodeConfig& n) : sock_(ctx_, zmq::socket_type::dealer) {
+    sock_.set(zmq::sockopt::linger, 0);
+    sock_.connect(absl::StrCat("tcp://", n.host(), ":", n.client_port()));
+  }
+  void SendBytes(const std::string& bytes) { sock_.send(zmq::buffer(bytes), zmq::send_flags::none); }
+  void SendParts(const std::vector<std::string>& parts) {
+    for (size_t i = 0; i < parts.size(); ++i)
+      sock_.send(zmq::buffer(parts[i]), i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+  // The next reply, or a reply with status INTERNAL and error "timeout".
+  pb::ClientReply Next() {
+    pb::ClientReply r;
+    zmq::pollitem_t item{sock_.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::message_t m;
+    if (zmq::poll(&item, 1, seconds(10)) == 0 || !sock_.recv(m, zmq::recv_flags::dontwait)) {
+      r.set_status(pb::STATUS_INTERNAL);
+      r.set_error("timeout");
+      return r;
+    }
+    EXPECT_TRUE(r.ParseFromArray(m.data(), static_cast<int>(m.size())));
+    return r;
+  }
+
+ private:
+  zmq::context_t ctx_{1};
+  zmq::socket_t sock_;
+};
+
+pb::Txn MicroTxn(uint64_t client, uint64_t seq, std::vector<Key> keys) {
+  pb::Txn t;
+  t.set_type(kMicroTxnType);
+  t.set_client_id(client);
+  t.set_client_seq(seq);
+  std::string args(8, '\0');  // compute iterations: 0
+  t.set_args(args);
+  for (Key k : keys) {
+    t.add_read_set(k);
+    t.add_write_set(k);
+  }
+  return t;
+}
+
+std::string Serialize(const pb::ClientRequest& r) {
+  std::string s;
+  r.SerializeToString(&s);
+  return s;
+}
+
+TEST(ClusterBadInput, RefusedCountedNotSequencedAndOthersServed) {
+  TestClusterOptions o;
+  o.nodes = 3;
+  o.flags = {absl::StrCat("--micro_records=", kRecords), "--record_history", "--max_request_bytes=65536"};
+  TestCluster cluster(o);
+  ASSERT_TRUE(cluster.Start().ok()) << cluster.Logs();
+  auto cc = ClusterClient::Connect(cluster.config());
+  ASSERT_TRUE(cc.ok());
+
+  // A good client keeps a stream going on every node while the bad input arrives.
+  std::atomic<bool> done{false};
+  std::atomic<int> good_sent{0}, good_ok{0};
+  std::thread good([&] {
+    auto gc = ClusterClient::Connect(cluster.config());
+    uint64_t seq = 0;
+    int outstanding = 0;
+    while (!done.load() || outstanding > 0) {
+      if (!done.load() && outstanding < 20) {
+        for (uint32_t n = 0; n < 3; ++n) {
+          ++seq;
+          ASSERT_TRUE((*gc)->node(n)->SubmitTxns({MicroTxn(7, seq, {MakeKey(kMicroTable, seq % (3 * kRecords))})}).ok());
+          ++outstanding;
+          ++good_sent;
+        }
+      }
+      auto r = (*gc)->Receive(milliseconds(5));
+      if (r.ok() && r->has_value())
+        for (const auto& res : (*r)->second.results()) {
+          --outstanding;
+          good_ok += res.status() == pb::STATUS_OK;
+        }
+    }
+  });
+
+  const pb::NodeConfig& n0 = cluster.config().nodes(0);
+  RawClient raw(n0);
+  std::mt19937_64 rng(3);
+  // Random bytes.
+  std::string junk(300, '\0');
+  for (char& c : junk) c = static_cast<char>(rng());
+  raw.SendBytes(junk);
+  pb::ClientReply r = raw.Next();
+  EXPECT_EQ(r.status(), pb::STATUS_INVALID_ARGUMENT) << r.error();
+  // A truncated frame: one txn cut in half.
+  pb::ClientRequest one;
+  *one.add_txns() = MicroTxn(9, 1, {MakeKey(kMicroTable, 1), MakeKey(kMicroTable, 2)});
+  const std::string full = Serialize(one);
+  raw.SendBytes(full.substr(0, full.size() / 2));
+  r = raw.Next();
+  EXPECT_EQ(r.status(), pb::STATUS_INVALID_ARGUMENT) << r.error();
+  // An oversized frame (the node runs with --max_request_bytes=65536).
+  raw.SendBytes(std::string(100000, 'x'));
+  r = raw.Next();
+  EXPECT_EQ(r.status(), pb::STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(r.error().find("exceeds"), std::string::npos) << r.error();
+  // A multi-part message.
+  raw.SendParts({full, full});
+  r = raw.Next();
+  EXPECT_EQ(r.status(), pb::STATUS_INVALID_ARGUMENT) << r.error();
+
+  // Txns refused one by one, each with its own result.
+  pb::ClientRequest bad;
+  pb::Txn unknown_type = MicroTxn(9, 10, {MakeKey(kMicroTable, 1)});
+  unknown_type.set_type(999);
+  *bad.add_txns() = unknown_type;
+  *bad.add_txns() = MicroTxn(9, 11, {MakeKey(kMicroTable, 3 * kRecords + 5)});  // no such row anywhere
+  *bad.add_txns() = MicroTxn(9, 12, {MakeKey(77, 1)});                          // no such table
+  *bad.add_txns() = MicroTxn(0, 13, {MakeKey(kMicroTable, 1)});                 // no client id
+  raw.SendBytes(Serialize(bad));
+  r = raw.Next();
+  ASSERT_EQ(r.results_size(), 4) << r.DebugString();
+  for (const auto& res : r.results()) EXPECT_EQ(res.status(), pb::STATUS_INVALID_ARGUMENT) << res.error();
+  EXPECT_NE(r.results(0).error().find("unknown txn type"), std::string::npos) << r.results(0).error();
+  EXPECT_NE(r.results(1).error().find("outside every partition"), std::string::npos) << r.results(1).error();
+  // A duplicate (client id, seq): the first runs, the second is refused.
+  pb::ClientRequest dup;
+  *dup.add_txns() = MicroTxn(9, 20, {MakeKey(kMicroTable, 4)});
+  raw.SendBytes(Serialize(dup));
+  raw.SendBytes(Serialize(dup));
+  int ok = 0, refused = 0;
+  for (int i = 0; i < 2; ++i) {
+    r = raw.Next();
+    ASSERT_EQ(r.results_size(), 1) << r.DebugString();
+    if (r.results(0).status() == pb::STATUS_OK) ++ok;
+    if (r.results(0).status() == pb::STATUS_INVALID_ARGUMENT) {
+      ++refused;
+      EXPECT_NE(r.results(0).error().find("duplicate"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(refused, 1);
+
+  done = true;
+  good.join();
+  EXPECT_GT(good_sent.load(), 0);
+  EXPECT_EQ(good_ok.load(), good_sent.load()) << "the good client was served throughout";
+
+  auto info = (*cc)->node(0)->Info(seconds(5));
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->bad_frames(), 4u);
+  EXPECT_EQ(info->duplicates(), 1u);
+  // Nothing bad was sequenced: the history holds the good client's txns and
+  // the one accepted (9, 20), nothing else.
+  const uint64_t epoch = MaxEpoch(cc->get()) + 1;
+  int sequenced = 0, from9 = 0;
+  for (uint32_t n = 0; n < 3; ++n) {
+    ASSERT_TRUE((*cc)->node(n)->Digests(epoch, seconds(30)).ok());
+    auto h = (*cc)->node(n)->History(seconds(10));
+    ASSERT_TRUE(h.ok()) << h.status();
+    for (const auto& b : *h)
+      for (const auto& t : b.txns()) {
+        ++sequenced;
+        if (t.client_id() == 9) {
+          ++from9;
+          EXPECT_EQ(t.client_seq(), 20u);
+        }
+        EXPECT_NE(t.client_id(), 0u);
+      }
+  }
+  EXPECT_EQ(from9, 1);
+  EXPECT_EQ(sequenced, good_sent.load() + 1);
+  EXPECT_TRUE(cluster.Stop().ok()) << cluster.Logs();
+}
+
+TEST(ClusterFault, KilledNodeStallsTheOthersWithoutCrashOrDivergence) {
+  TestClusterOptions o;
+  o.nodes = 3;
+  o.flags = {absl::StrCat("--micro_records=", kRecords)};
+  TestCluster cluster(o);
+  ASSERT_TRUE(cluster.Start().ok()) << cluster.Logs();
+  auto cc = ClusterClient::Connect(cluster.config());
+  ASSERT_TRUE(cc.ok());
+  // Some traffic first, so the kill lands in the middle of a run.
+  const DriveResult before = Drive(cc->get(), 3, 200, 0.3, 5);
+  ASSERT_EQ(before.results.size(), 600u);
+  std::thread more([&] {
+    auto c2 = ClusterClient::Connect(cluster.config());
+    (void)Drive(c2->get(), 3, 2000, 0.3, 50, seconds(3));  // cannot all be answered
+  });
+  std::this_thread::sleep_for(milliseconds(200));
+  cluster.Kill(2, SIGKILL);
+  more.join();
+  // The survivors answer, but make no progress.
+  std::this_thread::sleep_for(milliseconds(500));
+  std::vector<pb::NodeInfo> first, second;
+  for (uint32_t n = 0; n < 2; ++n) {
+    auto i = (*cc)->node(n)->Info(seconds(5));
+    ASSERT_TRUE(i.ok()) << "node " << n << " must keep answering: " << i.status();
+    first.push_back(*i);
+  }
+  std::this_thread::sleep_for(seconds(1));
+  for (uint32_t n = 0; n < 2; ++n) {
+    auto i = (*cc)->node(n)->Info(seconds(5));
+    ASSERT_TRUE(i.ok()) << i.status();
+    second.push_back(*i);
+    EXPECT_TRUE(cluster.Running(n)) << "node " << n << " crashed\n" << cluster.Logs();
+    EXPECT_EQ(second[n].merged_epoch(), first[n].merged_epoch()) << "node " << n << " must stall, not skip epochs";
+    EXPECT_EQ(second[n].committed(), first[n].committed()) << "node " << n << " must not run txns past the gap";
+    EXPECT_GT(second[n].epoch(), first[n].epoch()) << "its sequencer still closes epochs";
+  }
+  EXPECT_EQ(first[0].merged_epoch(), first[1].merged_epoch()) << "both stall at the dead node's first missing epoch";
+  EXPECT_TRUE(cluster.Stop().ok()) << "survivors stop cleanly\n" << cluster.Logs();
+}
+
+}  // namespace
+}  // namespace detdb

@@ -1,0 +1,167 @@
+#include "deploy/test_cluster.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "deploy/client.h"
+#include "glog/logging.h"
+#include "google/protobuf/text_format.h"
+
+#ifndef DETDB_SERVER_BIN
+#error "DETDB_SERVER_BIN must name the detdb binary"
+#endif
+
+namespace detdb {
+namespace {
+
+// A port the kernel considers free now (bind to 0, read it, close).
+uint32_t FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  CHECK_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  socklen_t len = sizeof(a);
+  CHECK_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+TestCluster::TestCluster(const TestClusterOptions& options) : options_(options) {
+  char tmpl[] = "/tmp/detdb-test-cluster-XXXXXX";
+  CHECK(mkdtemp(tmpl) != nullptr);
+  dir_ = tmpl;
+  config_.set_num_partitions(options.nodes * options.partitions_per_node);
+  config_.set_epoch_us(options.epoch_us);
+  std::vector<uint32_t> ports;
+  while (ports.size() < 2 * options.nodes) {
+    const uint32_t p = FreePort();
+    if (std::find(ports.begin(), ports.end(), p) == ports.end()) ports.push_back(p);
+  }
+  for (uint32_t i = 0; i < options.nodes; ++i) {
+    pb::NodeConfig* n = config_.add_nodes();
+    n->set_id(i);
+    n->set_host("127.0.0.1");
+    n->set_peer_port(ports[2 * i]);
+    n->set_client_port(ports[2 * i + 1]);
+    for (uint32_t k = 0; k < options.partitions_per_node; ++k) n->add_partitions(i * options.partitions_per_node + k);
+  }
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(config_, &text);
+  config_path_ = dir_ + "/cluster.pbtxt";
+  std::ofstream(config_path_) << text;
+  pids_.assign(options.nodes, -1);
+  exit_status_.assign(options.nodes, -1);
+  killed_.assign(options.nodes, false);
+}
+
+TestCluster::~TestCluster() {
+  (void)Stop();
+  if (std::getenv("DETDB_KEEP_TEST_LOGS") == nullptr) {
+    for (uint32_t i = 0; i < options_.nodes; ++i) unlink(absl::StrCat(dir_, "/node", i, ".log").c_str());
+    unlink(config_path_.c_str());
+    rmdir(dir_.c_str());
+  }
+}
+
+absl::Status TestCluster::Start(std::chrono::milliseconds timeout) {
+  for (uint32_t i = 0; i < options_.nodes; ++i) {
+    std::vector<std::string> args = {DETDB_SERVER_BIN, "--config=" + config_path_, absl::StrCat("--node_id=", i)};
+    for (const std::string& f : options_.flags) args.push_back(f);
+    const std::string log = absl::StrCat(dir_, "/node", i, ".log");
+    const pid_t pid = fork();
+    if (pid < 0) return absl::InternalError("fork failed");
+    if (pid == 0) {
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    pids_[i] = pid;
+  }
+  auto client = ClusterClient::Connect(config_);
+  if (!client.ok()) return client.status();
+  absl::Status s = (*client)->WaitReady(timeout);
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat(s.message(), "\n", Logs()));
+  return absl::OkStatus();
+}
+
+bool TestCluster::Running(uint32_t node) {
+  if (pids_[node] <= 0) return false;
+  int status;
+  const pid_t r = waitpid(pids_[node], &status, WNOHANG);
+  if (r == 0) return true;
+  exit_status_[node] = status;
+  pids_[node] = -1;
+  return false;
+}
+
+void TestCluster::Kill(uint32_t node, int signal) {
+  if (signal == SIGKILL) killed_[node] = true;
+  if (pids_[node] > 0) kill(pids_[node], signal);
+}
+
+absl::Status TestCluster::Stop() {
+  for (uint32_t i = 0; i < options_.nodes; ++i)
+    if (pids_[i] > 0) kill(pids_[i], SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    bool any = false;
+    for (uint32_t i = 0; i < options_.nodes; ++i) any |= Running(i);
+    if (!any) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (uint32_t i = 0; i < options_.nodes; ++i)
+        if (pids_[i] > 0) kill(pids_[i], SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::string bad;
+  for (uint32_t i = 0; i < options_.nodes; ++i) {
+    const int st = exit_status_[i];
+    if (st == -1 || killed_[i]) continue;
+    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+      absl::StrAppend(&bad, " node ", i,
+                      WIFSIGNALED(st) ? absl::StrCat(" killed by signal ", WTERMSIG(st))
+                                      : absl::StrCat(" exited with ", WEXITSTATUS(st)));
+    exit_status_[i] = -1;
+  }
+  if (!bad.empty()) return absl::InternalError(absl::StrCat("unclean stop:", bad, "\n", Logs()));
+  return absl::OkStatus();
+}
+
+std::string TestCluster::Logs() const {
+  std::string out;
+  for (uint32_t i = 0; i < options_.nodes; ++i) {
+    std::ifstream f(absl::StrCat(dir_, "/node", i, ".log"));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string s = ss.str();
+    if (s.size() > 4000) s = "..." + s.substr(s.size() - 4000);
+    absl::StrAppend(&out, "---- node ", i, " log ----\n", s);
+  }
+  return out;
+}
+
+}  // namespace detdb

@@ -1,0 +1,59 @@
+// TestCluster: a real detdb cluster for tests. Starts N `detdb` processes
+// (the binary CMake built) on 127.0.0.1 with ports the kernel picked as
+// free, waits until all are ready, and stops them at destruction. Each
+// node's output goes to a log file in a temporary folder; Logs() returns
+// them for failure messages.
+//
+// Thread-safety: one test thread.
+#ifndef DETDB_DEPLOY_TEST_CLUSTER_H_
+#define DETDB_DEPLOY_TEST_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "proto/cluster.pb.h"
+
+namespace detdb {
+
+struct TestClusterOptions {
+  uint32_t nodes = 3;
+  uint32_t partitions_per_node = 1;
+  uint64_t epoch_us = 1000;
+  std::vector<std::string> flags;  // for every node, e.g. "--lock_manager=vll"
+};
+
+class TestCluster {
+ public:
+  explicit TestCluster(const TestClusterOptions& options);
+  ~TestCluster();  // Stop()
+
+  // Starts every node and waits until all are ready.
+  absl::Status Start(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // SIGTERM to every node still running, SIGKILL after 10 s. Returns an
+  // error naming any node that did not exit with status 0.
+  absl::Status Stop();
+  // Sends signal to node; a node sent SIGKILL is not reported by Stop().
+  void Kill(uint32_t node, int signal);
+  // True while node's process runs.
+  bool Running(uint32_t node);
+
+  const pb::ClusterConfig& config() const { return config_; }
+  const std::string& config_path() const { return config_path_; }
+  std::string Logs() const;
+
+ private:
+  TestClusterOptions options_;
+  std::string dir_, config_path_;
+  pb::ClusterConfig config_;
+  std::vector<pid_t> pids_;
+  std::vector<int> exit_status_;
+  std::vector<bool> killed_;
+};
+
+}  // namespace detdb
+
+#endif  // DETDB_DEPLOY_TEST_CLUSTER_H_
