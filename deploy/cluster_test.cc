@@ -11,8 +11,9 @@
 //   partition, an unknown table, a duplicate (client id, seq): each gets an
 //   error and is counted, a good client keeps being served meanwhile, and
 //   none of it is sequenced.
-// - A node killed in the middle of a run: the others stall (no progress, no
-//   divergence, no crash), keep answering, and stop cleanly.
+// - A node killed in the middle of a run: the others stall (their schedulers
+//   wait for the dead node's next sub-batch: no merge past the gap, no
+//   commit, so nothing can diverge), keep answering, and stop cleanly.
 #include <signal.h>
 
 #include <algorithm>
@@ -344,7 +345,7 @@ TEST(ClusterBadInput, RefusedCountedNotSequencedAndOthersServed) {
   EXPECT_TRUE(cluster.Stop().ok()) << cluster.Logs();
 }
 
-TEST(ClusterFault, KilledNodeStallsTheOthersWithoutCrashOrDivergence) {
+TEST(ClusterFault, KilledNodeStallsTheOthersWithoutCrashingOrSkipping) {
   TestClusterOptions o;
   o.nodes = 3;
   o.flags = {absl::StrCat("--micro_records=", kRecords)};
@@ -362,25 +363,28 @@ TEST(ClusterFault, KilledNodeStallsTheOthersWithoutCrashOrDivergence) {
   std::this_thread::sleep_for(milliseconds(200));
   cluster.Kill(2, SIGKILL);
   more.join();
-  // The survivors answer, but make no progress.
-  std::this_thread::sleep_for(milliseconds(500));
-  std::vector<pb::NodeInfo> first, second;
-  for (uint32_t n = 0; n < 2; ++n) {
-    auto i = (*cc)->node(n)->Info(seconds(5));
-    ASSERT_TRUE(i.ok()) << "node " << n << " must keep answering: " << i.status();
-    first.push_back(*i);
+  // The survivors keep answering but, once they have worked off what came
+  // before the gap, make no progress: their schedulers wait for the dead
+  // node's next sub-batch instead of skipping it. (Under the sanitizers
+  // working off the backlog can take a while, hence the polling.)
+  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  std::vector<pb::NodeInfo> prev(2);
+  bool stalled = false;
+  while (!stalled && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(seconds(1));
+    stalled = true;
+    for (uint32_t n = 0; n < 2; ++n) {
+      auto i = (*cc)->node(n)->Info(seconds(5));
+      ASSERT_TRUE(i.ok()) << "node " << n << " must keep answering: " << i.status();
+      ASSERT_TRUE(cluster.Running(n)) << "node " << n << " crashed\n" << cluster.Logs();
+      stalled = stalled && i->merged_epoch() == prev[n].merged_epoch() && i->committed() == prev[n].committed() &&
+                i->epoch() > prev[n].epoch();
+      prev[n] = *i;
+    }
   }
-  std::this_thread::sleep_for(seconds(1));
-  for (uint32_t n = 0; n < 2; ++n) {
-    auto i = (*cc)->node(n)->Info(seconds(5));
-    ASSERT_TRUE(i.ok()) << i.status();
-    second.push_back(*i);
-    EXPECT_TRUE(cluster.Running(n)) << "node " << n << " crashed\n" << cluster.Logs();
-    EXPECT_EQ(second[n].merged_epoch(), first[n].merged_epoch()) << "node " << n << " must stall, not skip epochs";
-    EXPECT_EQ(second[n].committed(), first[n].committed()) << "node " << n << " must not run txns past the gap";
-    EXPECT_GT(second[n].epoch(), first[n].epoch()) << "its sequencer still closes epochs";
-  }
-  EXPECT_EQ(first[0].merged_epoch(), first[1].merged_epoch()) << "both stall at the dead node's first missing epoch";
+  EXPECT_TRUE(stalled) << "survivors must stall (no merge, no commit) while their sequencers go on";
+  for (uint32_t n = 0; n < 2; ++n)
+    EXPECT_GT(prev[n].epoch(), prev[n].merged_epoch() + 100) << "node " << n << " must not skip the missing epochs";
   EXPECT_TRUE(cluster.Stop().ok()) << "survivors stop cleanly\n" << cluster.Logs();
 }
 
