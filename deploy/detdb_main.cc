@@ -92,9 +92,9 @@ int main(int argc, char** argv) {
   });
   int sig = 0;
   sigwait(&signals, &sig);
-  LOG(INFO) << "node " << FLAGS_node_id << ": signal " << sig << ", stopping";
   (*node)->CancelStart();
   starter.join();
+  LOG(INFO) << "node " << FLAGS_node_id << ": signal " << sig << ", stopping";
   absl::Status s = (*node)->Stop();
   if (!s.ok()) LOG(WARNING) << "stop: " << s;
   LOG(INFO) << "node " << FLAGS_node_id << " stopped";
