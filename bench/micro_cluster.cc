@@ -58,7 +58,7 @@ void ClientLoop(const MicroClusterOptions& o, const MicroOptions& w, uint32_t in
   uint64_t seq = 0, done = 0;
   std::vector<std::vector<pb::Txn>> groups((*cc)->num_nodes());
   auto last_reply = Clock::now();
-  constexpr size_t kGroup = 64;
+  constexpr size_t kGroup = 256;
   for (;;) {
     const bool more = !sh->stop_submitting.load(std::memory_order_relaxed) && (txn_quota == 0 || seq < txn_quota);
     if (!more && done == seq) break;

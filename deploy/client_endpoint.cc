@@ -242,7 +242,7 @@ void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* 
     accepted.push_back(std::move(t));
   }
   if (!accepted.empty()) {
-    absl::Status s = engine_->SubmitMany(&accepted);
+    absl::Status s = engine_->SubmitChecked(&accepted);
     if (!s.ok()) {  // nothing of it was sequenced: the client may retry the same seqs
       for (auto u = undo.rbegin(); u != undo.rend(); ++u) clients_[u->client] = u->old;
       refused_.fetch_add(accepted.size(), std::memory_order_relaxed);

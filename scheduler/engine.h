@@ -111,6 +111,8 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   absl::Status Submit(pb::Txn txn);
   // All or nothing; clears *txns on success.
   absl::Status SubmitMany(std::vector<pb::Txn>* txns);
+  // SubmitMany for txns that each passed Check() (skips validating again).
+  absl::Status SubmitChecked(std::vector<pb::Txn>* txns);
 
   // XXH3 over every local partition's digest, in partition order.
   // REQUIRES: stopped, or no txn running (see WaitIdle).
@@ -142,6 +144,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures);
   absl::Status Validate(const pb::Txn& txn) const;
   absl::Status Admit(size_t n);
+  absl::Status SubmitGroup(std::vector<pb::Txn>* txns, bool validate);
   // Hands each local scheduler its part of batch (empty parts too).
   void EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch);
   void Deliver(const pb::TxnResult& result);
