@@ -3,6 +3,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/thread_name.h"
 #include "glog/logging.h"
@@ -68,18 +70,22 @@ void ClientEndpoint::Start(Engine* engine, std::function<pb::NodeInfo()> info) {
     SetThreadName("detdb-clients");
     Loop();
   });
+  admin_thread_ = std::thread([this] {
+    SetThreadName("detdb-admin");
+    AdminLoop();
+  });
 }
 
 void ClientEndpoint::Stop() {
   stop_.store(true, std::memory_order_release);
   Wake();
   if (thread_.joinable()) thread_.join();
-  std::vector<std::thread> waiters;
   {
-    std::lock_guard<std::mutex> l(out_mu_);
-    waiters.swap(waiters_);
+    std::lock_guard<std::mutex> l(admin_mu_);
+    admin_stop_ = true;
   }
-  for (std::thread& t : waiters) t.join();
+  admin_cv_.notify_all();
+  if (admin_thread_.joinable()) admin_thread_.join();
   router_.reset();
 }
 
@@ -103,7 +109,10 @@ void ClientEndpoint::OnResult(const pb::TxnResult& result) {
   bool wake;
   {
     std::lock_guard<std::mutex> l(out_mu_);
-    wake = results_.empty() && replies_.empty();
+    // Wake the endpoint for the first result (it then waits up to
+    // reply_batch_us for more) and again when a batch is full.
+    wake = (results_.empty() && replies_.empty()) || results_.size() + 1 == kReplyBatch;
+    if (results_.empty()) first_result_ = std::chrono::steady_clock::now();
     results_.push_back(result);
   }
   if (wake) Wake();
@@ -114,12 +123,26 @@ void ClientEndpoint::Loop() {
   while (!stop_.load(std::memory_order_acquire)) {
     zmq::pollitem_t items[2] = {{router_->handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
     try {
-      zmq::poll(items, 2, std::chrono::milliseconds(100));
+      // Results wait up to reply_batch_us for company: fewer, larger frames.
+      auto timeout = std::chrono::milliseconds(100);
+      {
+        std::lock_guard<std::mutex> l(out_mu_);
+        if (!replies_.empty() || results_.size() >= kReplyBatch) {
+          timeout = std::chrono::milliseconds(0);
+        } else if (!results_.empty()) {
+          const auto due = first_result_ + options_.reply_batch;
+          const auto now = std::chrono::steady_clock::now();
+          timeout = due <= now ? std::chrono::milliseconds(0)
+                               : std::max(std::chrono::milliseconds(1),
+                                          std::chrono::ceil<std::chrono::milliseconds>(due - now));
+        }
+      }
+      zmq::poll(items, 2, timeout);
       if (items[1].revents & ZMQ_POLLIN) {
         uint64_t n;
         (void)!read(wake_fd_, &n, sizeof(n));
       }
-      Flush();
+      FlushIfDue();
       if ((items[0].revents & ZMQ_POLLIN) == 0) continue;
       // A bounded number of requests per round, so results keep flowing.
       for (int i = 0; i < 256 && router_->recv(identity, zmq::recv_flags::dontwait); ++i) {
@@ -136,7 +159,7 @@ void ClientEndpoint::Loop() {
         }
         HandleFrame(id, payload);
       }
-      Flush();
+      FlushIfDue();
     } catch (const zmq::error_t& e) {
       LOG(ERROR) << "client socket: " << e.what();
     }
@@ -182,29 +205,66 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
   }
   if (req.digest()) {
     // Waiting for the schedulers may take a while: not on this thread.
-    const uint64_t min_epoch = req.digest_min_epoch(), request_id = req.request_id();
-    std::lock_guard<std::mutex> l(out_mu_);
-    waiters_.emplace_back([this, identity, min_epoch, request_id] {
-      Outgoing out;
-      out.identity = identity;
-      out.reply.set_request_id(request_id);
-      absl::Status s = engine_->WaitIdle(min_epoch, options_.digest_timeout);
-      if (s.ok()) {
-        for (auto [p, d] : engine_->PartitionDigests()) {
-          pb::PartitionDigest* pd = out.reply.add_digests();
-          pd->set_partition(p);
-          pd->set_digest(d);
-        }
-      } else {
-        out.reply.set_status(ToCode(s));
-        out.reply.set_error(std::string(s.message()));
+    bool queued = false;
+    {
+      std::lock_guard<std::mutex> l(admin_mu_);
+      if (digests_.size() < kMaxQueuedDigests) {
+        digests_.push_back({identity, req.request_id(), req.digest_min_epoch()});
+        queued = true;
       }
-      {
-        std::lock_guard<std::mutex> l2(out_mu_);
-        replies_.push_back(std::move(out));
+    }
+    if (queued) {
+      admin_cv_.notify_one();
+    } else {
+      pb::ClientReply r;
+      r.set_request_id(req.request_id());
+      r.set_status(pb::STATUS_UNAVAILABLE);
+      r.set_error("too many digest requests queued");
+      Reply(identity, r);
+    }
+  }
+}
+
+void ClientEndpoint::AdminLoop() {
+  for (;;) {
+    DigestRequest d;
+    {
+      std::unique_lock<std::mutex> l(admin_mu_);
+      admin_cv_.wait(l, [&] { return admin_stop_ || !digests_.empty(); });
+      if (admin_stop_) return;
+      d = std::move(digests_.front());
+      digests_.pop_front();
+    }
+    Outgoing out;
+    out.identity = d.identity;
+    out.reply.set_request_id(d.request_id);
+    // In slices, so that Stop() never waits for a stalled cluster.
+    const auto deadline = std::chrono::steady_clock::now() + options_.digest_timeout;
+    absl::Status s;
+    for (;;) {
+      s = engine_->WaitIdle(d.min_epoch, std::chrono::milliseconds(100));
+      if (s.ok() || std::chrono::steady_clock::now() >= deadline) break;
+      std::lock_guard<std::mutex> l(admin_mu_);
+      if (admin_stop_) {
+        s = absl::UnavailableError("node stopping");
+        break;
       }
-      Wake();
-    });
+    }
+    if (s.ok()) {
+      for (auto [p, digest] : engine_->PartitionDigests()) {
+        pb::PartitionDigest* pd = out.reply.add_digests();
+        pd->set_partition(p);
+        pd->set_digest(digest);
+      }
+    } else {
+      out.reply.set_status(ToCode(s));
+      out.reply.set_error(std::string(s.message()));
+    }
+    {
+      std::lock_guard<std::mutex> l(out_mu_);
+      replies_.push_back(std::move(out));
+    }
+    Wake();
   }
 }
 
@@ -263,6 +323,16 @@ void ClientEndpoint::Reply(const std::string& identity, const pb::ClientReply& r
   } catch (const zmq::error_t& e) {
     lost_replies_.fetch_add(1, std::memory_order_relaxed);  // e.g. the client went away
   }
+}
+
+void ClientEndpoint::FlushIfDue() {
+  {
+    std::lock_guard<std::mutex> l(out_mu_);
+    if (replies_.empty() && (results_.empty() || (results_.size() < kReplyBatch &&
+                                                  std::chrono::steady_clock::now() < first_result_ + options_.reply_batch)))
+      return;
+  }
+  Flush();
 }
 
 void ClientEndpoint::Flush() {

@@ -17,14 +17,18 @@
 // size). Replies never block the node: a client that went away or stopped
 // reading loses its replies (counted), the node goes on.
 //
-// Threads: one endpoint thread; digest requests wait on a helper thread of
-// their own. Thread-safety: OnResult is thread-safe; Start/Stop from one
+// Threads: one endpoint thread, and one admin thread that serves digest
+// requests (they wait for the schedulers; at most kMaxQueuedDigests queue,
+// more are refused). Thread-safety: OnResult is thread-safe; Start/Stop from one
 // owner thread.
 #ifndef DETDB_DEPLOY_CLIENT_ENDPOINT_H_
 #define DETDB_DEPLOY_CLIENT_ENDPOINT_H_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -45,6 +49,9 @@ struct ClientEndpointOptions {
   size_t max_request_bytes = 16u << 20;   // larger frames are refused unparsed
   size_t max_clients = 1u << 20;          // distinct client ids remembered
   std::chrono::milliseconds digest_timeout{30000};
+  // A txn result waits up to this long for others to share its reply frame
+  // (fewer frames and wake-ups on both ends; poll granularity is 1 ms).
+  std::chrono::microseconds reply_batch{1000};
 };
 
 struct ClientEndpointStats {
@@ -68,6 +75,9 @@ class ClientEndpoint final : public TxnClient {
 
   ClientEndpointStats stats() const;
 
+  static constexpr size_t kMaxQueuedDigests = 16;
+  static constexpr size_t kReplyBatch = 512;  // results that make a frame worth sending at once
+
  private:
   struct ClientState {
     std::string identity;  // the connection that last submitted for this client id
@@ -78,6 +88,10 @@ class ClientEndpoint final : public TxnClient {
     std::string identity;
     pb::ClientReply reply;
   };
+  struct DigestRequest {
+    std::string identity;
+    uint64_t request_id, min_epoch;
+  };
 
   explicit ClientEndpoint(const ClientEndpointOptions& options);
   void Loop();
@@ -86,7 +100,9 @@ class ClientEndpoint final : public TxnClient {
   void Reply(const std::string& identity, const pb::ClientReply& reply);
   void BadFrame(const std::string& identity, const std::string& why);
   void Flush();
+  void FlushIfDue();
   void Wake();
+  void AdminLoop();
 
   const ClientEndpointOptions options_;
   Engine* engine_ = nullptr;
@@ -99,8 +115,14 @@ class ClientEndpoint final : public TxnClient {
 
   std::mutex out_mu_;
   std::vector<pb::TxnResult> results_;     // guarded by out_mu_
+  std::chrono::steady_clock::time_point first_result_;  // guarded by out_mu_: when results_ became nonempty
   std::vector<Outgoing> replies_;          // guarded by out_mu_
-  std::vector<std::thread> waiters_;       // guarded by out_mu_ (digest requests)
+
+  std::mutex admin_mu_;
+  std::condition_variable admin_cv_;
+  std::deque<DigestRequest> digests_;      // guarded by admin_mu_
+  bool admin_stop_ = false;                // guarded by admin_mu_
+  std::thread admin_thread_;
 
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> requests_{0}, bad_frames_{0}, duplicates_{0}, refused_{0}, lost_replies_{0};
