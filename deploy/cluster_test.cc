@@ -10,7 +10,8 @@
 //   frame, a multi-part message, an unknown txn type, a key outside every
 //   partition, an unknown table, a duplicate (client id, seq): each gets an
 //   error and is counted, a good client keeps being served meanwhile, and
-//   none of it is sequenced.
+//   none of it is sequenced. A client that vanishes before its replies
+//   blocks nothing.
 // - A node killed in the middle of a run: the others stall (their schedulers
 //   wait for the dead node's next sub-batch: no merge past the gap, no
 //   commit, so nothing can diverge), keep answering, and stop cleanly.
@@ -173,8 +174,8 @@ INSTANTIATE_TEST_SUITE_P(AllLockManagers, ClusterTest, ::testing::ValuesIn(LockM
 // A raw DEALER, for frames the client library would never send.
 class RawClient {
  public:
-  explicit RawClient(const pb::NodeConfig& n) : sock_(ctx_, zmq::socket_type::dealer) {
-    sock_.set(zmq::sockopt::linger, 0);
+  explicit RawClient(const pb::NodeConfig& n, int linger_ms = 0) : sock_(ctx_, zmq::socket_type::dealer) {
+    sock_.set(zmq::sockopt::linger, linger_ms);
     sock_.connect(absl::StrCat("tcp://", n.host(), ":", n.client_port()));
   }
   void SendBytes(const std::string& bytes) { sock_.send(zmq::buffer(bytes), zmq::send_flags::none); }
@@ -313,6 +314,17 @@ TEST(ClusterBadInput, RefusedCountedNotSequencedAndOthersServed) {
   EXPECT_EQ(ok, 1);
   EXPECT_EQ(refused, 1);
 
+  // A client that submits and goes away before its replies: the node drops
+  // them and goes on (the good client below must still be served).
+  constexpr int kGone = 300;
+  {
+    RawClient gone(cluster.config().nodes(1), /*linger_ms=*/2000);  // the request leaves before the close
+    pb::ClientRequest many;
+    for (int i = 0; i < kGone; ++i) *many.add_txns() = MicroTxn(11, i + 1, {MakeKey(kMicroTable, (3 * i + 1) % (3 * kRecords))});
+    gone.SendBytes(Serialize(many));
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+
   done = true;
   good.join();
   EXPECT_GT(good_sent.load(), 0);
@@ -325,7 +337,7 @@ TEST(ClusterBadInput, RefusedCountedNotSequencedAndOthersServed) {
   // Nothing bad was sequenced: the history holds the good client's txns and
   // the one accepted (9, 20), nothing else.
   const uint64_t epoch = MaxEpoch(cc->get()) + 1;
-  int sequenced = 0, from9 = 0;
+  int sequenced = 0, from9 = 0, from11 = 0;
   for (uint32_t n = 0; n < 3; ++n) {
     ASSERT_TRUE((*cc)->node(n)->Digests(epoch, seconds(30)).ok());
     auto h = (*cc)->node(n)->History(seconds(10));
@@ -337,11 +349,13 @@ TEST(ClusterBadInput, RefusedCountedNotSequencedAndOthersServed) {
           ++from9;
           EXPECT_EQ(t.client_seq(), 20u);
         }
+        from11 += t.client_id() == 11;
         EXPECT_NE(t.client_id(), 0u);
       }
   }
   EXPECT_EQ(from9, 1);
-  EXPECT_EQ(sequenced, good_sent.load() + 1);
+  EXPECT_EQ(from11, kGone) << "the vanished client's txns ran";
+  EXPECT_EQ(sequenced, good_sent.load() + 1 + kGone);
   EXPECT_TRUE(cluster.Stop().ok()) << cluster.Logs();
 }
 

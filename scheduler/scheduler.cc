@@ -183,7 +183,7 @@ void Scheduler::Enqueue(SubBatchRef sub_batch) {
     std::lock_guard<std::mutex> l(in_mu_);
     const auto key = std::make_pair(sub_batch.epoch, sub_batch.sequencer_id);
     if (key < next_ || pending_.contains(key)) {
-      LOG(ERROR) << "partition " << options_.partition << ": dropping duplicate sub-batch (epoch "
+      LOG_EVERY_N(ERROR, 1000) << "partition " << options_.partition << ": dropping duplicate sub-batch (epoch "
                  << key.first << ", sequencer " << key.second << ")";
       return;
     }
