@@ -1,6 +1,7 @@
 #include "deploy/client.h"
 
 #include <algorithm>
+#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,13 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& endpo
     c->socket_.set(zmq::sockopt::sndhwm, 100000);
     c->socket_.set(zmq::sockopt::rcvhwm, 0);
     c->socket_.set(zmq::sockopt::reconnect_ivl, 50);
+    // A stable identity: after a reconnect the node still routes this
+    // connection's pending results here.
+    std::random_device rd;
+    std::string id(16, '\0');
+    for (char& ch : id) ch = static_cast<char>(rd());
+    id[0] = 'c';  // routing ids must not start with a zero byte
+    c->socket_.set(zmq::sockopt::routing_id, id);
     c->socket_.connect(endpoint);
   } catch (const zmq::error_t& e) {
     return absl::InvalidArgumentError(absl::StrCat("cannot connect to ", endpoint, ": ", e.what()));
@@ -114,11 +122,10 @@ absl::StatusOr<pb::NodeInfo> Client::Info(std::chrono::milliseconds timeout) {
   return reply->info();
 }
 
-absl::StatusOr<std::vector<pb::PartitionDigest>> Client::Digests(uint64_t min_epoch,
-                                                                 std::chrono::milliseconds timeout) {
+absl::StatusOr<std::vector<pb::PartitionDigest>> Client::Digests(uint64_t epoch, std::chrono::milliseconds timeout) {
   pb::ClientRequest r;
   r.set_digest(true);
-  r.set_digest_min_epoch(min_epoch);
+  r.set_digest_epoch(epoch);
   auto reply = Call(r, timeout);
   if (!reply.ok()) return reply.status();
   return std::vector<pb::PartitionDigest>(reply->digests().begin(), reply->digests().end());

@@ -49,9 +49,9 @@ class Client {
   absl::StatusOr<std::optional<pb::ClientReply>> Receive(std::chrono::milliseconds timeout);
 
   absl::StatusOr<pb::NodeInfo> Info(std::chrono::milliseconds timeout);
-  // Digests of the node's partitions once it merged every epoch below
-  // min_epoch and is idle (see pb::ClientRequest::digest_min_epoch).
-  absl::StatusOr<std::vector<pb::PartitionDigest>> Digests(uint64_t min_epoch, std::chrono::milliseconds timeout);
+  // Digests of the node's partitions at the boundary of `epoch` (see
+  // pb::ClientRequest::digest_epoch): comparable across nodes, also under load.
+  absl::StatusOr<std::vector<pb::PartitionDigest>> Digests(uint64_t epoch, std::chrono::milliseconds timeout);
   // The node's sequencer batches (node started with --record_history).
   absl::StatusOr<std::vector<pb::Batch>> History(std::chrono::milliseconds timeout);
 

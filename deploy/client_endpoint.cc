@@ -19,8 +19,12 @@ pb::StatusCode ToCode(const absl::Status& s) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kAlreadyExists:
       return pb::STATUS_INVALID_ARGUMENT;
+    case absl::StatusCode::kFailedPrecondition:
+      return pb::STATUS_INVALID_ARGUMENT;
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
       return pb::STATUS_UNAVAILABLE;
     default:
       return pb::STATUS_INTERNAL;
@@ -80,6 +84,7 @@ void ClientEndpoint::Stop() {
   stop_.store(true, std::memory_order_release);
   Wake();
   if (thread_.joinable()) thread_.join();
+  admin_cancel_.store(true);
   {
     std::lock_guard<std::mutex> l(admin_mu_);
     admin_stop_ = true;
@@ -164,6 +169,11 @@ void ClientEndpoint::Loop() {
       LOG(ERROR) << "client socket: " << e.what();
     }
   }
+  try {
+    Flush();  // the last replies
+  } catch (const zmq::error_t& e) {
+    LOG(ERROR) << "client socket: " << e.what();
+  }
 }
 
 void ClientEndpoint::BadFrame(const std::string& identity, const std::string& why) {
@@ -209,7 +219,7 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
     {
       std::lock_guard<std::mutex> l(admin_mu_);
       if (digests_.size() < kMaxQueuedDigests) {
-        digests_.push_back({identity, req.request_id(), req.digest_min_epoch()});
+        digests_.push_back({identity, req.request_id(), req.digest_epoch()});
         queued = true;
       }
     }
@@ -238,27 +248,17 @@ void ClientEndpoint::AdminLoop() {
     Outgoing out;
     out.identity = d.identity;
     out.reply.set_request_id(d.request_id);
-    // In slices, so that Stop() never waits for a stalled cluster.
-    const auto deadline = std::chrono::steady_clock::now() + options_.digest_timeout;
-    absl::Status s;
-    for (;;) {
-      s = engine_->WaitIdle(d.min_epoch, std::chrono::milliseconds(100));
-      if (s.ok() || std::chrono::steady_clock::now() >= deadline) break;
-      std::lock_guard<std::mutex> l(admin_mu_);
-      if (admin_stop_) {
-        s = absl::UnavailableError("node stopping");
-        break;
-      }
-    }
-    if (s.ok()) {
-      for (auto [p, digest] : engine_->PartitionDigests()) {
+    auto digests = engine_->SnapshotDigests(d.min_epoch, options_.digest_timeout, &admin_cancel_);
+    if (digests.ok()) {
+      out.reply.set_digest_epoch(d.min_epoch);
+      for (auto [p, digest] : *digests) {
         pb::PartitionDigest* pd = out.reply.add_digests();
         pd->set_partition(p);
         pd->set_digest(digest);
       }
     } else {
-      out.reply.set_status(ToCode(s));
-      out.reply.set_error(std::string(s.message()));
+      out.reply.set_status(ToCode(digests.status()));
+      out.reply.set_error(std::string(digests.status().message()));
     }
     {
       std::lock_guard<std::mutex> l(out_mu_);
@@ -281,8 +281,10 @@ void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* 
     absl::Status s;
     if (t.client_id() == 0) s = absl::InvalidArgumentError("client_id must be nonzero");
     auto it = clients_.find(t.client_id());
-    if (s.ok() && it == clients_.end() && clients_.size() >= options_.max_clients)
-      s = absl::UnavailableError("too many client ids");
+    if (s.ok() && it == clients_.end() && clients_.size() >= options_.max_clients) {
+      EvictIdleClients();
+      if (clients_.size() >= options_.max_clients) s = absl::UnavailableError("too many client ids");
+    }
     if (s.ok() && it != clients_.end() && it->second.seen && t.client_seq() <= it->second.last_seq) {
       s = absl::AlreadyExistsError(absl::StrCat("duplicate or out-of-order request: client ", t.client_id(), " seq ",
                                                 t.client_seq(), " (last accepted ", it->second.last_seq, ")"));
@@ -299,6 +301,7 @@ void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* 
     it->second.identity = identity;
     it->second.last_seq = t.client_seq();
     it->second.seen = true;
+    it->second.last_used = std::chrono::steady_clock::now();
     accepted.push_back(std::move(t));
   }
   if (!accepted.empty()) {
@@ -310,6 +313,14 @@ void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* 
     }
   }
   if (errors.results_size() > 0) Reply(identity, errors);
+}
+
+void ClientEndpoint::EvictIdleClients() {
+  // Forgetting a client id also forgets its last seq: a duplicate sent after
+  // options_.client_idle of silence is not caught. Results still in flight
+  // for it are lost.
+  const auto cutoff = std::chrono::steady_clock::now() - options_.client_idle;
+  absl::erase_if(clients_, [&](const auto& kv) { return kv.second.last_used < cutoff; });
 }
 
 void ClientEndpoint::Reply(const std::string& identity, const pb::ClientReply& reply) {

@@ -18,8 +18,8 @@
 // reading loses its replies (counted), the node goes on.
 //
 // Threads: one endpoint thread, and one admin thread that serves digest
-// requests (they wait for the schedulers; at most kMaxQueuedDigests queue,
-// more are refused). Thread-safety: OnResult is thread-safe; Start/Stop from one
+// requests (Engine::SnapshotDigests: they wait for the schedulers to reach
+// an epoch boundary; at most kMaxQueuedDigests queue, more are refused). Thread-safety: OnResult is thread-safe; Start/Stop from one
 // owner thread.
 #ifndef DETDB_DEPLOY_CLIENT_ENDPOINT_H_
 #define DETDB_DEPLOY_CLIENT_ENDPOINT_H_
@@ -48,6 +48,7 @@ struct ClientEndpointOptions {
   std::string bind;                       // e.g. "tcp://127.0.0.1:41001"
   size_t max_request_bytes = 16u << 20;   // larger frames are refused unparsed
   size_t max_clients = 1u << 20;          // distinct client ids remembered
+  std::chrono::seconds client_idle{600};  // when full, ids idle this long are forgotten
   std::chrono::milliseconds digest_timeout{30000};
   // A txn result waits up to this long for others to share its reply frame
   // (fewer frames and wake-ups on both ends; poll granularity is 1 ms).
@@ -83,6 +84,7 @@ class ClientEndpoint final : public TxnClient {
     std::string identity;  // the connection that last submitted for this client id
     uint64_t last_seq = 0;
     bool seen = false;
+    std::chrono::steady_clock::time_point last_used;
   };
   struct Outgoing {
     std::string identity;
@@ -101,6 +103,7 @@ class ClientEndpoint final : public TxnClient {
   void BadFrame(const std::string& identity, const std::string& why);
   void Flush();
   void FlushIfDue();
+  void EvictIdleClients();
   void Wake();
   void AdminLoop();
 
@@ -122,6 +125,7 @@ class ClientEndpoint final : public TxnClient {
   std::condition_variable admin_cv_;
   std::deque<DigestRequest> digests_;      // guarded by admin_mu_
   bool admin_stop_ = false;                // guarded by admin_mu_
+  std::atomic<bool> admin_cancel_{false};  // makes a digest request give up at Stop()
   std::thread admin_thread_;
 
   std::atomic<bool> stop_{false};

@@ -5,7 +5,8 @@
 //   seeded mix of single- and multi-partition txns from several clients;
 //   every client gets exactly one reply per request, and every partition's
 //   digest equals a serial replay of the global order (every node's
-//   sequencer batches merged by txn id) — results too.
+//   sequencer batches merged by txn id) — results too; so do the digests
+//   every node takes at an epoch boundary in the middle of the run.
 // - Bad input at a live node: random bytes, a truncated frame, an oversized
 //   frame, a multi-part message, an unknown txn type, a key outside every
 //   partition, an unknown table, a duplicate (client id, seq): each gets an
@@ -31,6 +32,7 @@
 #include "deploy/test_cluster.h"
 #include "lockmgr/lock_manager.h"
 #include "scheduler/serial_executor.h"
+#include "sequencer/epoch_batcher.h"
 #include "storage/micro_table.h"
 #include "zmq.hpp"
 
@@ -49,8 +51,10 @@ struct DriveResult {
   int duplicates = 0, refused = 0;
 };
 
+// seq_base: the client_seq of client c's first txn is seq_base + 1 (a second
+// call continues the first one's clients and streams).
 DriveResult Drive(ClusterClient* cc, uint32_t clients, int txns_per_client, double multipartition, uint64_t seed,
-                  std::chrono::seconds timeout = seconds(120)) {
+                  std::chrono::seconds timeout = seconds(120), int seq_base = 0) {
   DriveResult run;
   MicroOptions w;
   w.partitions = cc->config().num_partitions();
@@ -63,12 +67,14 @@ DriveResult Drive(ClusterClient* cc, uint32_t clients, int txns_per_client, doub
   for (uint32_t c = 0; c < clients; ++c) {
     w.seed = seed + c;
     MicroGenerator gen(w);
+    pb::Txn skip;
+    for (int i = 0; i < seq_base; ++i) gen.Next(&skip);
     std::vector<pb::Txn> all;
     for (int i = 0; i < txns_per_client; ++i) {
       pb::Txn t;
       gen.Next(&t);
       t.set_client_id(1000 + c);
-      t.set_client_seq(i + 1);
+      t.set_client_seq(seq_base + i + 1);
       all.push_back(std::move(t));
     }
     Client* node = cc->node(c % cc->num_nodes());
@@ -107,6 +113,30 @@ uint64_t MaxEpoch(ClusterClient* cc) {
   return e;
 }
 
+// Every node's partition digests at the boundary of `epoch`, asked of all
+// nodes at once (each pauses there); empty on any error (reported).
+std::map<uint32_t, uint64_t> SnapshotAll(const pb::ClusterConfig& config, uint64_t epoch) {
+  std::map<uint32_t, uint64_t> out;
+  std::mutex mu;
+  bool failed = false;
+  std::vector<std::thread> threads;
+  for (int n = 0; n < config.nodes_size(); ++n)
+    threads.emplace_back([&, n] {
+      auto c = ClusterClient::Connect(config);
+      auto d = (*c)->node(n)->Digests(epoch, seconds(60));
+      std::lock_guard<std::mutex> l(mu);
+      if (!d.ok()) {
+        ADD_FAILURE() << "node " << n << ": " << d.status();
+        failed = true;
+        return;
+      }
+      for (const auto& pd : *d) out[pd.partition()] = pd.digest();
+    });
+  for (std::thread& t : threads) t.join();
+  if (failed) out.clear();
+  return out;
+}
+
 class ClusterTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ClusterTest, EveryNodeEqualsTheSerialReplayOfTheGlobalOrder) {
@@ -120,20 +150,28 @@ TEST_P(ClusterTest, EveryNodeEqualsTheSerialReplayOfTheGlobalOrder) {
   auto cc = ClusterClient::Connect(cluster.config());
   ASSERT_TRUE(cc.ok());
   constexpr uint32_t kClients = 4;
-  constexpr int kTxns = 600;
-  const DriveResult run = Drive(cc->get(), kClients, kTxns, 0.3, 11);
+  constexpr int kTxns = 600;  // per client: kTxns / 2 before the mid-run snapshot, kTxns / 2 after
+  DriveResult run = Drive(cc->get(), kClients, kTxns / 2, 0.3, 11);
+  // A snapshot at an epoch boundary just ahead, taken while the second half
+  // of the txns streams in: every node pauses there for its digests.
+  const uint64_t boundary = MaxEpoch(cc->get()) + 30;
+  std::map<uint32_t, uint64_t> mid_digests;
+  std::thread snapper([&] { mid_digests = SnapshotAll(cluster.config(), boundary); });
+  while (MaxEpoch(cc->get()) + 1 < boundary) std::this_thread::sleep_for(milliseconds(1));
+  const DriveResult second = Drive(cc->get(), kClients, kTxns / 2, 0.3, 11, seconds(120), kTxns / 2);
+  snapper.join();
+  run.results.insert(second.results.begin(), second.results.end());
+  run.duplicates += second.duplicates;
+  run.refused += second.refused;
   ASSERT_EQ(run.results.size(), kClients * kTxns) << "every request answered\n" << cluster.Logs();
   EXPECT_EQ(run.duplicates, 0) << "exactly one reply per request";
   EXPECT_EQ(run.refused, 0);
+  ASSERT_EQ(mid_digests.size(), o.nodes * o.partitions_per_node);
 
-  // Digests once every node merged every epoch any txn could be in.
-  const uint64_t epoch = MaxEpoch(cc->get()) + 1;
-  std::map<uint32_t, uint64_t> digests;
+  // Digests at a boundary after every epoch any txn could be in.
+  const std::map<uint32_t, uint64_t> digests = SnapshotAll(cluster.config(), MaxEpoch(cc->get()) + 50);
   std::vector<pb::Txn> order;
   for (uint32_t n = 0; n < o.nodes; ++n) {
-    auto d = (*cc)->node(n)->Digests(epoch, seconds(30));
-    ASSERT_TRUE(d.ok()) << d.status();
-    for (const auto& pd : *d) digests[pd.partition()] = pd.digest();
     auto h = (*cc)->node(n)->History(seconds(30));
     ASSERT_TRUE(h.ok()) << h.status();
     for (const pb::Batch& b : *h)
@@ -154,8 +192,16 @@ TEST_P(ClusterTest, EveryNodeEqualsTheSerialReplayOfTheGlobalOrder) {
     raw.push_back(stores.back().get());
   }
   SerialExecutor serial(&parts, &procs, raw);
-  int multi = 0;
+  int multi = 0, before_boundary = 0;
+  bool mid_checked = false;
+  auto check_mid = [&] {
+    for (PartitionId p = 0; p < parts.num_partitions(); ++p)
+      EXPECT_EQ(mid_digests.at(p), raw[p]->Digest()) << "partition " << p << " at the boundary of epoch " << boundary;
+    mid_checked = true;
+  };
   for (const pb::Txn& t : order) {
+    if (!mid_checked && EpochBatcher::IdEpoch(t.id()) >= boundary) check_mid();
+    before_boundary += EpochBatcher::IdEpoch(t.id()) < boundary;
     const pb::TxnResult want = serial.Execute(t);
     const pb::TxnResult& got = run.results.at({t.client_id(), t.client_seq()});
     ASSERT_EQ(got.txn_id(), t.id());
@@ -163,6 +209,9 @@ TEST_P(ClusterTest, EveryNodeEqualsTheSerialReplayOfTheGlobalOrder) {
     ASSERT_EQ(got.result(), want.result()) << "txn " << t.id();
     multi += t.readers_size() + t.writers_size() > 2 || (t.writers_size() == 2);
   }
+  if (!mid_checked) check_mid();
+  EXPECT_GE(before_boundary, static_cast<int>(kClients * kTxns / 2)) << "the first half precedes the boundary";
+  EXPECT_LT(before_boundary, static_cast<int>(kClients * kTxns)) << "the second half comes after it";
   EXPECT_GT(multi, 100) << "the mix has multi-partition txns";
   for (PartitionId p = 0; p < parts.num_partitions(); ++p)
     EXPECT_EQ(digests.at(p), raw[p]->Digest()) << "partition " << p;
@@ -336,10 +385,9 @@ TEST(ClusterBadInput, RefusedCountedNotSequencedAndOthersServed) {
   EXPECT_EQ(info->duplicates(), 1u);
   // Nothing bad was sequenced: the history holds the good client's txns and
   // the one accepted (9, 20), nothing else.
-  const uint64_t epoch = MaxEpoch(cc->get()) + 1;
+  EXPECT_EQ(SnapshotAll(cluster.config(), MaxEpoch(cc->get()) + 50).size(), 3u);  // all idle past every txn
   int sequenced = 0, from9 = 0, from11 = 0;
   for (uint32_t n = 0; n < 3; ++n) {
-    ASSERT_TRUE((*cc)->node(n)->Digests(epoch, seconds(30)).ok());
     auto h = (*cc)->node(n)->History(seconds(10));
     ASSERT_TRUE(h.ok()) << h.status();
     for (const auto& b : *h)

@@ -2,7 +2,7 @@
 //
 //   detdb-ctl --config=cluster.pbtxt info                 one line per node
 //   detdb-ctl --config=cluster.pbtxt wait_ready [--timeout_s=60]
-//   detdb-ctl --config=cluster.pbtxt digest               per-partition state digests (quiet cluster)
+//   detdb-ctl --config=cluster.pbtxt digest               per-partition state digests at one epoch boundary
 //
 // Exit status: 0 when every node answered (and, for wait_ready, is ready).
 #include <cstdio>
@@ -48,8 +48,11 @@ int Digest(detdb::ClusterClient* c) {
     fprintf(stderr, "detdb-ctl: %s\n", std::string(infos.status().message()).c_str());
     return 1;
   }
+  // A boundary a little ahead of every node, so that each can pause there.
   uint64_t epoch = 0;
   for (const auto& i : *infos) epoch = std::max<uint64_t>(epoch, i.epoch());
+  epoch += 200000 / (c->config().epoch_us() != 0 ? c->config().epoch_us() : 1000);  // ~200 ms ahead
+  printf("digests at the boundary of epoch %lu\n", static_cast<unsigned long>(epoch));
   for (uint32_t i = 0; i < c->num_nodes(); ++i) {
     auto d = c->node(i)->Digests(epoch, std::chrono::seconds(30));
     if (!d.ok()) {

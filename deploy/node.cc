@@ -84,9 +84,14 @@ absl::Status Node::Stop(std::chrono::milliseconds drain) {
   if (stopped_) return absl::OkStatus();
   stopped_ = true;
   ready_.store(false, std::memory_order_release);
-  endpoint_->Stop();  // no new requests; replies still to come are dropped
-  absl::Status s = engine_->Stop(drain);
-  net_->Stop();
+  if (net_ != nullptr) net_->CancelHandshake();
+  // The engine refuses new txns at once and drains what it accepted; the
+  // endpoint keeps delivering their replies until then (its last flush
+  // happens in Stop), and the network keeps carrying reads and results.
+  absl::Status s;
+  if (engine_ != nullptr) s = engine_->Stop(drain);
+  if (endpoint_ != nullptr) endpoint_->Stop();
+  if (net_ != nullptr) net_->Stop();
   return s;
 }
 
@@ -112,7 +117,9 @@ pb::NodeInfo Node::info() const {
     i.set_committed(i.committed() + ps.committed);
     i.set_aborted(i.aborted() + ps.aborted);
   }
-  i.set_peer_dropped(net_->stats().dropped);
+  const ZmqPeerNetStats ns = net_->stats();
+  i.set_peer_dropped(ns.dropped + es.bad_peer_batches + es.bad_peer_results);
+  i.set_peer_lost(ns.lost);
   return i;
 }
 

@@ -40,6 +40,7 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
     for (uint32_t p : n.partitions()) net->node_of_[p] = n.id();
   net->receivers_.assign(options.config.num_partitions(), nullptr);
   net->boot_us_.assign(net->num_nodes_, 0);
+  net->expected_seq_.assign(net->num_nodes_, 1);
   try {
     net->pull_ = std::make_unique<zmq::socket_t>(net->ctx_, zmq::socket_type::pull);
     net->pull_->set(zmq::sockopt::rcvhwm, 0);
@@ -131,19 +132,25 @@ ZmqPeerNetStats ZmqPeerNet::stats() const {
   s.received = received_.load(std::memory_order_relaxed);
   s.dropped = dropped_.load(std::memory_order_relaxed);
   s.sent = sent_.load(std::memory_order_relaxed);
+  s.lost = lost_.load(std::memory_order_relaxed);
   return s;
 }
 
 void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
   msg->set_config_hash(config_hash_);
   msg->set_from_node(options_.node_id);
+  Peer* peer = node < peers_.size() ? peers_[node].get() : nullptr;
+  if (peer == nullptr) {
+    LOG_EVERY_N(ERROR, 100) << "no peer socket to node " << node << "; message dropped";
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  std::lock_guard<std::mutex> l(peer->mu);
+  if (peer->push == nullptr) return;  // stopped
+  msg->set_seq(peer->next_seq++);
   const size_t size = msg->ByteSizeLong();
   zmq::message_t frame(size);
   msg->SerializeWithCachedSizesToArray(static_cast<uint8_t*>(frame.data()));
-  Peer* peer = peers_.at(node).get();
-  CHECK(peer != nullptr) << "no socket to node " << node;
-  std::lock_guard<std::mutex> l(peer->mu);
-  if (peer->push == nullptr) return;  // stopped
   try {
     if (!peer->push->send(frame, zmq::send_flags::dontwait)) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -159,7 +166,8 @@ void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
 }
 
 void ZmqPeerNet::Send(PartitionId to, pb::RemoteReads msg) {
-  const uint32_t node = node_of_.at(to);
+  CHECK_LT(to, node_of_.size()) << "remote reads for partition " << to;  // callers pass checked txns
+  const uint32_t node = node_of_[to];
   if (node == options_.node_id) {
     receivers_[to]->OnRemoteReads(std::move(msg));
     return;
@@ -221,12 +229,31 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
                              ", ours ", config_hash_, ")"));
   if (m.from_node() >= num_nodes_ || m.from_node() == options_.node_id) return drop("unknown sender");
   received_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t& expected = expected_seq_[m.from_node()];
+  if (m.seq() != expected) {
+    if (m.seq() > expected) {
+      lost_.fetch_add(m.seq() - expected, std::memory_order_relaxed);
+      LOG(ERROR) << "lost " << m.seq() - expected << " frame(s) from node " << m.from_node()
+                 << " (a connection broke with frames in flight): this node cannot go on past the gap; "
+                    "restart the cluster";
+    } else {
+      LOG_EVERY_N(ERROR, 100) << "frame " << m.seq() << " from node " << m.from_node() << " out of order (expected "
+                              << expected << "); the node restarted?";
+    }
+  }
+  expected = m.seq() + 1;
   switch (m.body_case()) {
     case pb::PeerMessage::kHello: {
       std::lock_guard<std::mutex> l(hello_mu_);
       if (m.hello().epoch_us() != options_.epoch_us)
         hello_error_ = absl::StrCat("node ", m.from_node(), " runs with epoch_us ", m.hello().epoch_us(), ", we with ",
                                     options_.epoch_us);
+      else if (const int64_t skew = static_cast<int64_t>(m.hello().boot_us() - WallClockMicros());
+               skew > kMaxClockSkewUs)
+        // A boot time far in the future would hold every sequencer back (an
+        // old one is normal: the peer may have waited for us a long time).
+        hello_error_ = absl::StrCat("node ", m.from_node(), "'s clock is ", skew / 1000000,
+                                    " s ahead of ours: synchronise the clocks (NTP)");
       else if (boot_us_[m.from_node()] == 0)
         boot_us_[m.from_node()] = std::max<uint64_t>(1, m.hello().boot_us());
       else
@@ -236,7 +263,7 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
     }
     case pb::PeerMessage::kBatch:
       if (m.batch().sequencer_id() != m.from_node()) return drop("batch of another sequencer");
-      handler_->OnPeerBatch(std::shared_ptr<const pb::Batch>(new pb::Batch(std::move(*m.mutable_batch()))));
+      handler_->OnPeerBatch(std::make_shared<pb::Batch>(std::move(*m.mutable_batch())));
       return;
     case pb::PeerMessage::kRemoteReads: {
       const uint32_t to = m.to_partition();

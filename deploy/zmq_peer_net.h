@@ -7,8 +7,12 @@
 //         the handshake), Batch -> PeerHandler::OnPeerBatch, RemoteReads ->
 //         the local partition's RemoteReadsReceiver, TxnResult ->
 //         PeerHandler::OnPeerResult. A frame that is too large, does not
-//         parse, carries another config hash or names an unknown node or
-//         partition is dropped and counted; the node keeps running.
+//         parse, carries another config hash, names an unknown sender or
+//         a partition not served here is dropped and counted; the node keeps
+//         running (the handler checks the txns inside a batch). A gap in a
+//         sender's frame sequence (frames lost with a broken connection) is
+//         logged and counted: the cluster then stalls until restarted.
+//         The peer port is not authenticated: keep it on a trusted network.
 // OUTPUT: Send/SendBatch/SendResult serialise on the caller's thread and
 //         queue the frame on the peer's PUSH socket without blocking (no
 //         high-water mark: a stalled peer costs memory, never a blocked
@@ -48,10 +52,15 @@ struct ZmqPeerNetOptions {
   std::chrono::milliseconds start_margin{200};
 };
 
+// A peer's Hello whose boot time is more than this ahead of our clock is
+// refused (clocks must be synchronised: epochs follow the wall clock).
+inline constexpr int64_t kMaxClockSkewUs = 10'000'000;
+
 struct ZmqPeerNetStats {
   uint64_t received = 0;   // frames handled
   uint64_t dropped = 0;    // frames dropped (bad frame, config hash, unknown node/partition)
   uint64_t sent = 0;
+  uint64_t lost = 0;       // frames missing from a peer's sequence (lost in transit)
 };
 
 class ZmqPeerNet final : public PeerLink {
@@ -91,6 +100,7 @@ class ZmqPeerNet final : public PeerLink {
   struct Peer {
     std::mutex mu;
     std::unique_ptr<zmq::socket_t> push;  // guarded by mu
+    uint64_t next_seq = 1;                 // guarded by mu: PeerMessage.seq of the next frame
   };
 
   explicit ZmqPeerNet(const ZmqPeerNetOptions& options);
@@ -116,7 +126,8 @@ class ZmqPeerNet final : public PeerLink {
   bool hello_cancelled_ = false;                   // guarded by hello_mu_
 
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> received_{0}, dropped_{0}, sent_{0};
+  std::atomic<uint64_t> received_{0}, dropped_{0}, sent_{0}, lost_{0};
+  std::vector<uint64_t> expected_seq_;             // receive thread only: by sender
   std::thread thread_;
 };
 

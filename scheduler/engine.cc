@@ -104,11 +104,29 @@ absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
   sequencer_->Stop();  // sequences everything accepted so far
   // Drained: every txn answered, and released by every partition it touched
   // (a passive participant may finish after the coordinator replied).
+  // In a cluster, peers' batches for epochs after this node's last one keep
+  // arriving and can never merge: drain up to our last epoch, or as far as
+  // the merge gets when peers stopped before us (no progress for 200 ms).
+  const uint64_t last_epoch = sequencer_->epochs_closed();
+  uint64_t seen_merged = 0;
+  auto progress_at = std::chrono::steady_clock::now();
   auto drained = [&] {
     if (replied_.load() < submitted_.load()) return false;
+    if (options_.peers == nullptr) {
+      for (PartitionId p : local_)
+        if (!schedulers_[p]->Drained()) return false;
+      return true;
+    }
     for (PartitionId p : local_)
-      if (!schedulers_[p]->Drained()) return false;
-    return true;
+      if (!schedulers_[p]->Idle()) return false;
+    const uint64_t merged = merged_epoch();
+    if (merged > last_epoch) return true;
+    const auto now = std::chrono::steady_clock::now();
+    if (merged != seen_merged) {
+      seen_merged = merged;
+      progress_at = now;
+    }
+    return now - progress_at > std::chrono::milliseconds(200);
   };
   const auto deadline = std::chrono::steady_clock::now() + drain_timeout;
   while (!drained() && std::chrono::steady_clock::now() < deadline)
@@ -127,6 +145,9 @@ absl::Status Engine::Validate(const pb::Txn& txn) const {
     return absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));
   if (txn.client_id() == 0 || (options_.results == nullptr && txn.client_id() > clients_.size()))
     return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
+  if (txn.args().size() > options_.max_args_bytes)
+    return absl::InvalidArgumentError(
+        absl::StrCat("txn args of ", txn.args().size(), " bytes; the limit is ", options_.max_args_bytes));
   if (static_cast<size_t>(txn.read_set_size() + txn.write_set_size()) > options_.max_keys_per_txn)
     return absl::InvalidArgumentError(absl::StrCat("txn has ", txn.read_set_size() + txn.write_set_size(),
                                                    " keys; the limit is ", options_.max_keys_per_txn));
@@ -149,7 +170,9 @@ absl::Status Engine::Validate(const pb::Txn& txn) const {
 // never sees more answers than submissions), refusing past max_pending.
 absl::Status Engine::Admit(size_t n) {
   const uint64_t before = submitted_.fetch_add(n, std::memory_order_acq_rel);
-  if (before + n - replied_.load(std::memory_order_acquire) > options_.max_pending) {
+  const uint64_t replied = replied_.load(std::memory_order_acquire);
+  const uint64_t open = before + n > replied ? before + n - replied : 0;
+  if (open > options_.max_pending) {
     submitted_.fetch_sub(n, std::memory_order_acq_rel);
     return absl::UnavailableError("engine overloaded: too many txns accepted and not yet answered");
   }
@@ -214,6 +237,12 @@ void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
       outgoing_[n].set_sequencer_id(batch->sequencer_id());
       outgoing_[n].set_epoch(batch->epoch());
     }
+    {
+      // Before any peer can see the batch: results that may come back.
+      std::lock_guard<std::mutex> l(awaiting_mu_);
+      for (const pb::Txn& t : batch->txns())
+        if (peers->NodeOf(ExecutorsOf(t)[0]) != self) awaiting_.insert(t.id());
+    }
     std::vector<bool> to(outgoing_.size());
     for (const pb::Txn& t : batch->txns()) {
       std::fill(to.begin(), to.end(), false);
@@ -242,9 +271,35 @@ void Engine::EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch) {
   for (PartitionId p : local_) schedulers_[p]->Enqueue(std::move(subs[p]));
 }
 
-void Engine::OnPeerBatch(std::shared_ptr<const pb::Batch> batch) {
-  if (batch->sequencer_id() >= options_.peers->num_nodes()) {
-    LOG(ERROR) << "dropping batch from unknown sequencer " << batch->sequencer_id();
+absl::Status Engine::CheckPeerBatch(pb::Batch* batch) const {
+  const uint32_t seq = batch->sequencer_id();
+  if (seq >= options_.peers->num_nodes() || seq == options_.peers->node_id())
+    return absl::InvalidArgumentError(absl::StrCat("batch of sequencer ", seq));
+  if (batch->epoch() == 0 || batch->epoch() >= EpochBatcher::kMaxEpoch)
+    return absl::InvalidArgumentError(absl::StrCat("batch of epoch ", batch->epoch()));
+  std::vector<uint32_t> scratch;
+  int64_t last_index = -1;
+  for (pb::Txn& t : *batch->mutable_txns()) {
+    if (EpochBatcher::IdEpoch(t.id()) != batch->epoch() || EpochBatcher::IdSequencer(t.id()) != seq ||
+        static_cast<int64_t>(EpochBatcher::IdIndex(t.id())) <= last_index)
+      return absl::InvalidArgumentError(absl::StrCat("txn id ", t.id(), " out of place in batch (epoch ",
+                                                     batch->epoch(), ", sequencer ", seq, ")"));
+    last_index = EpochBatcher::IdIndex(t.id());
+    absl::Status s = Validate(t);
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("txn ", t.id(), ": ", s.message()));
+    // Derived fields are recomputed, never trusted.
+    EpochBatcher::SetParticipants(&t, *partitioner_, &scratch);
+    t.set_origin_node(seq);
+  }
+  return absl::OkStatus();
+}
+
+void Engine::OnPeerBatch(std::shared_ptr<pb::Batch> batch) {
+  absl::Status s = CheckPeerBatch(batch.get());
+  if (!s.ok()) {
+    // Dropping it stalls the merge at this epoch: safe, never divergent.
+    bad_peer_batches_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(ERROR, 100) << "dropping a bad batch from node " << batch->sequencer_id() << ": " << s;
     return;
   }
   EnqueueLocal(batch);
@@ -258,7 +313,17 @@ void Engine::OnTxnResult(const pb::Txn& txn, pb::TxnResult result) {
   Deliver(result);
 }
 
-void Engine::OnPeerResult(const pb::TxnResult& result) { Deliver(result); }
+void Engine::OnPeerResult(const pb::TxnResult& result) {
+  {
+    std::lock_guard<std::mutex> l(awaiting_mu_);
+    if (awaiting_.erase(result.txn_id()) == 0) {
+      bad_peer_results_.fetch_add(1, std::memory_order_relaxed);
+      LOG_EVERY_N(ERROR, 100) << "dropping a result for txn " << result.txn_id() << ", which is not awaited here";
+      return;
+    }
+  }
+  Deliver(result);
+}
 
 void Engine::Deliver(const pb::TxnResult& result) {
   if (options_.results != nullptr) {
@@ -298,7 +363,7 @@ absl::Status Engine::WaitIdle(uint64_t min_epoch, std::chrono::milliseconds time
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     bool idle = merged_epoch() >= min_epoch;
-    for (PartitionId p : local_) idle = idle && schedulers_[p]->Drained();
+    for (PartitionId p : local_) idle = idle && schedulers_[p]->Idle();
     if (idle) return absl::OkStatus();
     if (std::chrono::steady_clock::now() >= deadline)
       return absl::DeadlineExceededError(absl::StrCat("not idle: merged epoch ", merged_epoch(), ", wanted ",
@@ -307,11 +372,49 @@ absl::Status Engine::WaitIdle(uint64_t min_epoch, std::chrono::milliseconds time
   }
 }
 
+absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> Engine::SnapshotDigests(
+    uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
+  std::vector<PartitionId> held;
+  auto release = [&] {
+    for (PartitionId p : held) schedulers_[p]->ReleaseHold();
+  };
+  for (PartitionId p : local_) {
+    if (!schedulers_[p]->HoldAt(epoch)) {
+      const uint64_t at = schedulers_[p]->merged_epoch();
+      release();
+      return absl::FailedPreconditionError(absl::StrCat("partition ", p, " already merged into epoch ", epoch,
+                                                        " (it is at ", at, "); ask for a later epoch"));
+    }
+    held.push_back(p);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    bool there = true;
+    for (PartitionId p : local_)
+      there = there && schedulers_[p]->merged_epoch() >= epoch && schedulers_[p]->Idle();
+    if (there) break;
+    if (cancel != nullptr && cancel->load()) {
+      release();
+      return absl::CancelledError("snapshot cancelled");
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      release();
+      return absl::DeadlineExceededError(absl::StrCat("epoch ", epoch, " not reached: merged ", merged_epoch()));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  auto out = PartitionDigests();
+  release();
+  return out;
+}
+
 EngineStats Engine::stats() const {
   EngineStats s;
   s.submitted = submitted_.load();
   s.replied = replied_.load();
   s.rejected = rejected_.load();
+  s.bad_peer_batches = bad_peer_batches_.load();
+  s.bad_peer_results = bad_peer_results_.load();
   s.epochs = sequencer_->epochs_closed();
   for (PartitionId p : local_) s.partitions.push_back(schedulers_[p]->stats());
   return s;

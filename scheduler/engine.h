@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "common/partitioner.h"
 #include "lockmgr/lock_manager.h"
@@ -54,6 +55,7 @@ struct EngineOptions {
   uint64_t epoch_us = 1000;
   size_t max_pending = 1u << 20;      // accepted, not yet answered; more is refused (Unavailable)
   size_t max_keys_per_txn = 10000;    // larger txns are rejected
+  size_t max_args_bytes = 1u << 20;   // so are larger procedure arguments
   bool record_history = false;        // keep every batch (for replay by tests)
   // Cluster mode: the link to the other nodes (must outlive the engine).
   // Only partitions with peers->NodeOf(p) == peers->node_id() are served
@@ -70,6 +72,7 @@ struct EngineOptions {
 
 struct EngineStats {
   uint64_t submitted = 0, replied = 0, rejected = 0, epochs = 0;
+  uint64_t bad_peer_batches = 0, bad_peer_results = 0;  // cluster mode: dropped peer input
   std::vector<SchedulerStats> partitions;
 };
 
@@ -120,9 +123,18 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // (partition, digest) of every local partition. Same REQUIRES.
   std::vector<std::pair<PartitionId, uint64_t>> PartitionDigests() const;
   // Waits until every local scheduler has merged every epoch below
-  // min_epoch and has released every txn it was given. DeadlineExceeded
-  // after timeout. Thread-safe.
+  // min_epoch and has released every txn it merged. DeadlineExceeded after
+  // timeout. Thread-safe.
   absl::Status WaitIdle(uint64_t min_epoch, std::chrono::milliseconds timeout) const;
+  // The digest of every local partition at the boundary of `epoch`: after
+  // every txn of the epochs below it and none of the others, even while
+  // clients keep writing (the schedulers pause at the boundary until the
+  // digests are taken). Equal on every node and every replica for the same
+  // epoch. FailedPrecondition if a partition already merged part of
+  // `epoch`; DeadlineExceeded after timeout; Cancelled when *cancel turns
+  // true. Thread-safe; one call at a time.
+  absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> SnapshotDigests(
+      uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr);
   // Every local scheduler has merged all epochs below this one.
   uint64_t merged_epoch() const;
   // The epoch the sequencer has open.
@@ -137,7 +149,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void OnBatch(std::shared_ptr<const pb::Batch> batch) override;
   void OnTxnResult(const pb::Txn& txn, pb::TxnResult result) override;
   // PeerHandler (network thread, cluster mode).
-  void OnPeerBatch(std::shared_ptr<const pb::Batch> batch) override;
+  void OnPeerBatch(std::shared_ptr<pb::Batch> batch) override;
   void OnPeerResult(const pb::TxnResult& result) override;
 
  private:
@@ -148,6 +160,8 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // Hands each local scheduler its part of batch (empty parts too).
   void EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch);
   void Deliver(const pb::TxnResult& result);
+  // Checks a peer's batch and recomputes its derived fields.
+  absl::Status CheckPeerBatch(pb::Batch* batch) const;
   const PartitionStore* schema() const { return stores_[local_[0]].get(); }
 
   const EngineOptions options_;
@@ -165,7 +179,11 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // batch it gets.
   std::vector<pb::Batch> outgoing_;
 
-  std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0};
+  std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0}, bad_peer_batches_{0}, bad_peer_results_{0};
+  // Cluster mode: ids of txns submitted here whose coordinator is on another
+  // node; a peer's result for any other id is dropped.
+  std::mutex awaiting_mu_;
+  absl::flat_hash_set<TxnId> awaiting_;  // guarded by awaiting_mu_
   mutable std::mutex history_mu_;
   std::vector<std::shared_ptr<const pb::Batch>> history_;  // guarded by history_mu_
 };

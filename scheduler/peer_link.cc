@@ -18,7 +18,7 @@ class InProcessPeerHub::Link final : public PeerLink {
   void Send(PartitionId to, pb::RemoteReads msg) override { hub_->receivers_.at(to)->OnRemoteReads(std::move(msg)); }
   void SendBatch(uint32_t node, const pb::Batch& batch) override {
     CHECK_NE(node, node_);
-    hub_->links_.at(node)->handler_->OnPeerBatch(std::make_shared<const pb::Batch>(batch));
+    hub_->links_.at(node)->handler_->OnPeerBatch(std::make_shared<pb::Batch>(batch));
   }
   void SendResult(uint32_t node, const pb::TxnResult& result) override {
     hub_->links_.at(node)->handler_->OnPeerResult(result);

@@ -27,7 +27,9 @@ class PeerHandler {
   virtual ~PeerHandler() = default;
   // INPUT: the txns of another node's batch (one epoch of its sequencer)
   // that touch this node's partitions; one per (node, epoch), empty too.
-  virtual void OnPeerBatch(std::shared_ptr<const pb::Batch> batch) = 0;
+  // Straight from the wire: the handler checks it (and may fix derived
+  // fields) before use.
+  virtual void OnPeerBatch(std::shared_ptr<pb::Batch> batch) = 0;
   // INPUT: the result of a txn that one of this node's clients submitted.
   virtual void OnPeerResult(const pb::TxnResult& result) = 0;
 };

@@ -198,17 +198,36 @@ void Scheduler::Enqueue(SubBatchRef sub_batch) {
 const pb::Txn* Scheduler::NextInput() {
   while (cursor_ == current_.txns.size()) {
     std::lock_guard<std::mutex> l(in_mu_);
+    if (next_.second == 0 && next_.first >= hold_epoch_) return nullptr;  // held at an epoch boundary
     auto it = pending_.find(next_);
     if (it == pending_.end()) return nullptr;  // wait for it: never skip
     current_ = std::move(it->second);
     pending_.erase(it);
     cursor_ = 0;
+    merged_txns_.fetch_add(current_.txns.size(), std::memory_order_release);
     if (++next_.second == options_.num_sequencers) {
       next_ = {next_.first + 1, 0};
       merged_epoch_.store(next_.first, std::memory_order_release);
     }
   }
   return current_.txns[cursor_++];
+}
+
+bool Scheduler::HoldAt(uint64_t epoch) {
+  {
+    std::lock_guard<std::mutex> l(in_mu_);
+    if (next_ > std::make_pair(epoch, 0u)) return false;  // already merging epoch or later
+    hold_epoch_ = epoch;
+  }
+  return true;
+}
+
+void Scheduler::ReleaseHold() {
+  {
+    std::lock_guard<std::mutex> l(in_mu_);
+    hold_epoch_ = UINT64_MAX;
+  }
+  lock_notifier_.Notify();
 }
 
 Scheduler::TxnState* Scheduler::NewState(const pb::Txn* txn) {

@@ -112,6 +112,19 @@ class Scheduler final : public RemoteReadsReceiver {
   // Every sub-batch of every epoch below this one has been merged (its txns
   // count in Drained()). Thread-safe.
   uint64_t merged_epoch() const { return merged_epoch_.load(std::memory_order_acquire); }
+  // True iff every txn merged so far has been released here (sub-batches
+  // that arrived but wait for their turn do not count). Thread-safe.
+  bool Idle() const {
+    const uint64_t merged = merged_txns_.load(std::memory_order_acquire);
+    return released_.load(std::memory_order_acquire) == merged;
+  }
+  // Makes the lock thread stop before merging anything of `epoch` or later,
+  // so that once merged_epoch() == epoch and Idle(), the partition's state
+  // is exactly that after every txn of the epochs below `epoch`. False (and
+  // no hold) if the partition already merged part of `epoch` or later.
+  // Thread-safe; one hold at a time.
+  bool HoldAt(uint64_t epoch);
+  void ReleaseHold();
   // Lock manager statistics; REQUIRES: stopped.
   LockStats lock_stats() const { return lm_->stats(); }
   // REQUIRES: stopped. True iff no txn is admitted or parked.
@@ -172,6 +185,8 @@ class Scheduler final : public RemoteReadsReceiver {
       passive_{0}, parked_count_{0}, active_sum_{0};
   std::atomic<uint64_t> enqueued_{0}, released_{0};  // txns given to / released by this partition
   std::atomic<uint64_t> merged_epoch_{0};
+  std::atomic<uint64_t> merged_txns_{0};                // txns of the sub-batches merged so far
+  uint64_t hold_epoch_ = UINT64_MAX;                    // guarded by in_mu_ (see HoldAt)
 
   std::thread lock_thread_;
   std::vector<std::thread> workers_;

@@ -30,21 +30,30 @@ void PartitionsOf(const google::protobuf::RepeatedField<uint64_t>& keys, const P
 }
 }  // namespace
 
+void EpochBatcher::SetParticipants(pb::Txn* txn, const Partitioner& partitioner, std::vector<uint32_t>* scratch) {
+  PartitionsOf(txn->read_set(), partitioner, scratch, txn->mutable_readers());
+  PartitionsOf(txn->write_set(), partitioner, scratch, txn->mutable_writers());
+}
+
 bool EpochBatcher::Add(pb::Txn* txn) {
   const int index = batch_->txns_size();
   if (static_cast<uint32_t>(index) >= kMaxTxnsPerEpoch) return false;
+  const size_t bytes = txn->ByteSizeLong() + 64;  // + ids, readers, writers, framing
+  if (index > 0 && batch_bytes_ + bytes > kMaxBatchBytes) return false;
+  batch_bytes_ += bytes;
   pb::Txn* t = batch_->add_txns();
   t->Swap(txn);
   t->set_id(scheme_ == IdScheme::kDense ? next_id_++
                                         : EpochSequencerId(epoch_, sequencer_id_, static_cast<uint32_t>(index)));
-  PartitionsOf(t->read_set(), *partitioner_, &scratch_, t->mutable_readers());
-  PartitionsOf(t->write_set(), *partitioner_, &scratch_, t->mutable_writers());
+  SetParticipants(t, *partitioner_, &scratch_);
   return true;
 }
 
 std::shared_ptr<pb::Batch> EpochBatcher::Close() {
   std::shared_ptr<pb::Batch> out = std::move(batch_);
   ++epoch_;
+  batch_bytes_ = 0;
+  CHECK(scheme_ == IdScheme::kDense || epoch_ < kMaxEpoch) << "epoch numbers exhausted";
   batch_ = std::make_shared<pb::Batch>();
   batch_->set_sequencer_id(sequencer_id_);
   batch_->set_epoch(epoch_);
