@@ -121,13 +121,13 @@ TEST_P(EngineClusterTest, EveryNodeEqualsTheSerialReplayOfTheMergedOrder) {
         std::vector<pb::Txn> group(streams[c].begin() + i, streams[c].begin() + std::min<size_t>(to, i + 25));
         ASSERT_TRUE(nodes[c]->SubmitMany(&group).ok());
       }
-      if (slow) std::this_thread::sleep_for(std::chrono::microseconds(500));
+      if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   };
   const size_t half = static_cast<size_t>(n) / 2 / 25 * 25;
   submit(0, half, false);
   while (nodes[0]->open_epoch() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const uint64_t boundary = nodes[0]->open_epoch() + 10;
+  const uint64_t boundary = nodes[0]->open_epoch() + 4;
   std::vector<absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>>> snaps(kNodes);
   std::vector<std::thread> snappers;
   for (uint32_t c = 0; c < kNodes; ++c)
