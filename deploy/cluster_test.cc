@@ -154,7 +154,7 @@ TEST_P(ClusterTest, EveryNodeEqualsTheSerialReplayOfTheGlobalOrder) {
   DriveResult run = Drive(cc->get(), kClients, kTxns / 2, 0.3, 11);
   // A snapshot at an epoch boundary just ahead, taken while the second half
   // of the txns streams in: every node pauses there for its digests.
-  const uint64_t boundary = MaxEpoch(cc->get()) + 30;
+  const uint64_t boundary = MaxEpoch(cc->get()) + 300;  // well ahead, also under the sanitizers
   std::map<uint32_t, uint64_t> mid_digests;
   std::thread snapper([&] { mid_digests = SnapshotAll(cluster.config(), boundary); });
   while (MaxEpoch(cc->get()) + 1 < boundary) std::this_thread::sleep_for(milliseconds(1));
@@ -169,7 +169,7 @@ TEST_P(ClusterTest, EveryNodeEqualsTheSerialReplayOfTheGlobalOrder) {
   ASSERT_EQ(mid_digests.size(), o.nodes * o.partitions_per_node);
 
   // Digests at a boundary after every epoch any txn could be in.
-  const std::map<uint32_t, uint64_t> digests = SnapshotAll(cluster.config(), MaxEpoch(cc->get()) + 50);
+  const std::map<uint32_t, uint64_t> digests = SnapshotAll(cluster.config(), MaxEpoch(cc->get()) + 300);
   std::vector<pb::Txn> order;
   for (uint32_t n = 0; n < o.nodes; ++n) {
     auto h = (*cc)->node(n)->History(seconds(30));
@@ -385,7 +385,7 @@ TEST(ClusterBadInput, RefusedCountedNotSequencedAndOthersServed) {
   EXPECT_EQ(info->duplicates(), 1u);
   // Nothing bad was sequenced: the history holds the good client's txns and
   // the one accepted (9, 20), nothing else.
-  EXPECT_EQ(SnapshotAll(cluster.config(), MaxEpoch(cc->get()) + 50).size(), 3u);  // all idle past every txn
+  EXPECT_EQ(SnapshotAll(cluster.config(), MaxEpoch(cc->get()) + 300).size(), 3u);  // all idle past every txn
   int sequenced = 0, from9 = 0, from11 = 0;
   for (uint32_t n = 0; n < 3; ++n) {
     auto h = (*cc)->node(n)->History(seconds(10));
