@@ -2,9 +2,9 @@
 # The cluster speed report of docs/CLUSTER.md: for every lock manager, a
 # local cluster of N nodes (1 partition each) on loopback, the micro
 # benchmark at contention 0.0001 and 0.1 with 0%, 10%, 50% and 100%
-# multi-partition txns, plus the in-process figure for the same number of
-# lock threads and workers. Prints one JSON line per run on stdout, a table
-# on stderr.
+# multi-partition txns, beside the in-process figure for the same number of
+# lock threads and workers and the same workload (ratio = cluster /
+# in-process). Prints one JSON line per run on stdout, a table on stderr.
 #
 #   bench/cluster_sweep.sh [--nodes=2] [--duration=3] [--lock_managers=dclp,det2pl,...]
 #                          [--multipartition=0,0.1,0.5,1] [--contention=0.0001,0.1]
@@ -37,20 +37,31 @@ trap '"$ROOT/deploy/local_cluster.sh" down --dir="$DIR" >/dev/null 2>&1 || true'
 IFS=, read -r -a lms <<<"$LMS"
 IFS=, read -r -a mps <<<"$MPS"
 IFS=, read -r -a cis <<<"$CIS"
-printf '%-10s %-10s %-8s %12s %10s %10s %12s %12s\n' lock_mgr contention multi txns/s p50_us p99_us single_p99 in-process >&2
+printf '%-10s %-10s %-6s %10s %9s %9s %11s %11s %12s %7s\n' lock_mgr contention multi txns/s p50_us p99_us single_p99 multi_p99 in-process ratio >&2
+declare -A ref
 for lm in "${lms[@]}"; do
+  # The in-process engine with the same threads (NODES partitions, 1 lock
+  # thread + 1 worker each, same multi-partition share), run before the
+  # cluster starts so that idle nodes do not share its cores.
+  for ci in "${cis[@]}"; do
+    for mp in "${mps[@]}"; do
+      ref["$ci/$mp"]=$("$BENCH" micro --json --lock_manager="$lm" --partitions="$NODES" --contention="$ci" \
+        --multipartition="$mp" --duration="$DURATION" --warmup=0 "${EXTRA[@]}" 2>/dev/null |
+        sed -n 's/.*"txns_per_sec":\([0-9]*\).*/\1/p')
+    done
+  done
   cfg=$("$ROOT/deploy/local_cluster.sh" up "$NODES" --dir="$DIR" -- --lock_manager="$lm" 2>/dev/null)
   for ci in "${cis[@]}"; do
-    # The in-process engine with the same threads: NODES partitions, 1 worker each.
-    ref=$("$BENCH" micro --json --lock_manager="$lm" --partitions="$NODES" --contention="$ci" \
-          --duration="$DURATION" --warmup=0 "${EXTRA[@]}" 2>/dev/null | sed -n 's/.*"txns_per_sec":\([0-9]*\).*/\1/p')
     for mp in "${mps[@]}"; do
       line=$("$BENCH" micro --cluster="$cfg" --json --contention="$ci" --multipartition="$mp" \
              --duration="$DURATION" "${EXTRA[@]}" 2>/dev/null || echo '{}')
-      echo "${line%\}},\"in_process_txns_per_sec\":${ref:-0}}"
+      r="${ref[$ci/$mp]:-0}"
+      echo "${line%\}},\"in_process_txns_per_sec\":${r}}"
       get() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$line"; }
-      printf '%-10s %-10s %-8s %12s %10s %10s %12s %12s\n' "$lm" "$ci" "$mp" "$(get txns_per_sec)" \
-        "$(get p50_us)" "$(get p99_us)" "$(get single_p99_us)" "${ref:-?}" >&2
+      tps="$(get txns_per_sec)"
+      ratio=$(awk -v a="${tps:-0}" -v b="$r" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }')
+      printf '%-10s %-10s %-6s %10s %9s %9s %11s %11s %12s %7s\n' "$lm" "$ci" "$mp" "$tps" \
+        "$(get p50_us)" "$(get p99_us)" "$(get single_p99_us)" "$(get multi_p99_us)" "$r" "$ratio" >&2
     done
   done
   "$ROOT/deploy/local_cluster.sh" down --dir="$DIR" >/dev/null 2>&1
