@@ -288,11 +288,17 @@ int Micro() {
 }  // namespace
 }  // namespace detdb
 
+namespace detdb::tpcc {
+int TpccCommand();  // bench/tpcc/tpcc_command.cc
+}  // namespace detdb::tpcc
+
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "detdb-bench micro [--compare] [flags]: the DCLP paper's microbenchmark on an in-process detdb");
-  if (argc < 2 || std::strcmp(argv[1], "micro") != 0) {
-    fprintf(stderr, "usage: detdb-bench micro [--compare] [--lock_manager=NAME] [flags]\n"
+      "detdb-bench micro|tpcc [--compare] [flags]: the DCLP paper's microbenchmark or TPC-C on detdb");
+  const bool tpcc = argc >= 2 && std::strcmp(argv[1], "tpcc") == 0;
+  if (argc < 2 || (std::strcmp(argv[1], "micro") != 0 && !tpcc)) {
+    fprintf(stderr, "usage: detdb-bench micro [--compare] [--lock_manager=NAME] [--cluster=CONFIG] [flags]\n"
+                    "       detdb-bench tpcc [--compare] [--warehouses=N] [--mix=full] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench micro --helpshort   (all flags)\n");
     return 2;
   }
@@ -302,5 +308,5 @@ int main(int argc, char** argv) {
   --argc;
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
-  return detdb::Micro();
+  return tpcc ? detdb::tpcc::TpccCommand() : detdb::Micro();
 }

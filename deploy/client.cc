@@ -131,6 +131,13 @@ absl::StatusOr<std::vector<pb::PartitionDigest>> Client::Digests(uint64_t epoch,
   return std::vector<pb::PartitionDigest>(reply->digests().begin(), reply->digests().end());
 }
 
+absl::StatusOr<pb::ClientReply> Client::Check(uint64_t epoch, std::chrono::milliseconds timeout) {
+  pb::ClientRequest r;
+  r.set_check(true);
+  r.set_check_epoch(epoch);
+  return Call(r, timeout);
+}
+
 absl::StatusOr<std::vector<pb::Batch>> Client::History(std::chrono::milliseconds timeout) {
   pb::ClientRequest r;
   r.set_history(true);

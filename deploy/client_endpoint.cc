@@ -66,10 +66,12 @@ ClientEndpoint::~ClientEndpoint() {
   if (wake_fd_ >= 0) close(wake_fd_);
 }
 
-void ClientEndpoint::Start(Engine* engine, std::function<pb::NodeInfo()> info) {
+void ClientEndpoint::Start(Engine* engine, std::function<pb::NodeInfo()> info,
+                           std::function<void(pb::ClientReply*)> check) {
   CHECK(!thread_.joinable());
   engine_ = engine;
   info_ = std::move(info);
+  check_ = std::move(check);
   thread_ = std::thread([this] {
     SetThreadName("detdb-clients");
     Loop();
@@ -213,13 +215,21 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
     }
     Reply(identity, r);
   }
-  if (req.digest()) {
+  if (req.check() && !check_) {
+    pb::ClientReply r;
+    r.set_request_id(req.request_id());
+    r.set_status(pb::STATUS_INVALID_ARGUMENT);
+    r.set_error("this node's workload has no consistency checker");
+    Reply(identity, r);
+  }
+  if (req.digest() || (req.check() && check_)) {
     // Waiting for the schedulers may take a while: not on this thread.
     bool queued = false;
     {
       std::lock_guard<std::mutex> l(admin_mu_);
       if (digests_.size() < kMaxQueuedDigests) {
-        digests_.push_back({identity, req.request_id(), req.digest_epoch()});
+        if (req.digest()) digests_.push_back({identity, req.request_id(), req.digest_epoch(), false});
+        if (req.check()) digests_.push_back({identity, req.request_id(), req.check_epoch(), true});
         queued = true;
       }
     }
@@ -248,17 +258,25 @@ void ClientEndpoint::AdminLoop() {
     Outgoing out;
     out.identity = d.identity;
     out.reply.set_request_id(d.request_id);
-    auto digests = engine_->SnapshotDigests(d.min_epoch, options_.digest_timeout, &admin_cancel_);
-    if (digests.ok()) {
-      out.reply.set_digest_epoch(d.min_epoch);
-      for (auto [p, digest] : *digests) {
-        pb::PartitionDigest* pd = out.reply.add_digests();
-        pd->set_partition(p);
-        pd->set_digest(digest);
-      }
+    absl::Status s;
+    if (d.check) {
+      s = engine_->AtEpochBoundary(d.min_epoch, options_.digest_timeout, &admin_cancel_,
+                                   [&] { check_(&out.reply); });
     } else {
-      out.reply.set_status(ToCode(digests.status()));
-      out.reply.set_error(std::string(digests.status().message()));
+      auto digests = engine_->SnapshotDigests(d.min_epoch, options_.digest_timeout, &admin_cancel_);
+      s = digests.status();
+      if (digests.ok()) {
+        out.reply.set_digest_epoch(d.min_epoch);
+        for (auto [p, digest] : *digests) {
+          pb::PartitionDigest* pd = out.reply.add_digests();
+          pd->set_partition(p);
+          pd->set_digest(digest);
+        }
+      }
+    }
+    if (!s.ok()) {
+      out.reply.set_status(ToCode(s));
+      out.reply.set_error(std::string(s.message()));
     }
     {
       std::lock_guard<std::mutex> l(out_mu_);

@@ -66,9 +66,12 @@ class ClientEndpoint final : public TxnClient {
   ~ClientEndpoint() override;  // Stop()
 
   // Starts serving. info() fills the node's part of NodeInfo (called on the
-  // endpoint thread). REQUIRES: engine (whose results sink is this endpoint)
-  // outlives Stop().
-  void Start(Engine* engine, std::function<pb::NodeInfo()> info);
+  // endpoint thread). check(reply), if set, runs the workload's consistency
+  // checker on the local stores and fills reply's consistency_* fields; it
+  // is called with the partitions paused at an epoch boundary. REQUIRES:
+  // engine (whose results sink is this endpoint) outlives Stop().
+  void Start(Engine* engine, std::function<pb::NodeInfo()> info,
+             std::function<void(pb::ClientReply*)> check = nullptr);
   void Stop();
 
   // TxnClient: a txn submitted here is finished.
@@ -90,9 +93,10 @@ class ClientEndpoint final : public TxnClient {
     std::string identity;
     pb::ClientReply reply;
   };
-  struct DigestRequest {
+  struct DigestRequest {  // digest or check: both wait for an epoch boundary
     std::string identity;
     uint64_t request_id, min_epoch;
+    bool check;
   };
 
   explicit ClientEndpoint(const ClientEndpointOptions& options);
@@ -110,6 +114,7 @@ class ClientEndpoint final : public TxnClient {
   const ClientEndpointOptions options_;
   Engine* engine_ = nullptr;
   std::function<pb::NodeInfo()> info_;
+  std::function<void(pb::ClientReply*)> check_;
   zmq::context_t ctx_{1};
   std::unique_ptr<zmq::socket_t> router_;  // endpoint thread only (after Start)
   int wake_fd_ = -1;                       // eventfd: results or replies queued

@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "deploy/cluster_config.h"
+#include "bench/tpcc/random.h"
 #include "deploy/node.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -28,8 +29,11 @@ DEFINE_uint32(max_active, 2000, "Lock manager admission bound (active txns per p
 DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (power of two)");
 DEFINE_uint64(max_pending, 1u << 20, "Txns accepted here and not yet answered; more are refused (overload)");
 DEFINE_uint64(max_keys_per_txn, 10000, "Larger txns are refused");
-DEFINE_string(workload, "micro", "Data to load: micro (the microbenchmark table)");
+DEFINE_string(workload, "micro", "Data to load: micro (the microbenchmark table) or tpcc");
 DEFINE_uint64(micro_records, 1000000, "micro: records per partition");
+DEFINE_uint32(warehouses, 0, "tpcc: warehouses in the whole cluster (0: one per partition)");
+DEFINE_bool(tpcc_small, false, "tpcc: the shrunk scale (10% of items, customers and orders) for small machines");
+DEFINE_uint64(tpcc_load_seed, 1, "tpcc: seed of the loaded data (every node must use the same)");
 DEFINE_bool(record_history, false, "Keep every batch this node's sequencer made (tests replay them)");
 DEFINE_uint64(max_request_bytes, 16u << 20, "Client frames above this size are refused before parsing");
 DEFINE_uint32(handshake_timeout_s, 600, "Give up if the other nodes are not all up by then");
@@ -66,6 +70,11 @@ int main(int argc, char** argv) {
   o.engine.record_history = FLAGS_record_history;
   o.workload = FLAGS_workload;
   o.micro_records_per_partition = FLAGS_micro_records;
+  {
+    const uint32_t w = FLAGS_warehouses != 0 ? FLAGS_warehouses : config->num_partitions();
+    o.tpcc_scale = FLAGS_tpcc_small ? detdb::tpcc::Scale::Small(w) : detdb::tpcc::Scale::Spec(w);
+    o.tpcc_load_seed = FLAGS_tpcc_load_seed;
+  }
   o.max_request_bytes = FLAGS_max_request_bytes;
   o.handshake_timeout = std::chrono::seconds(FLAGS_handshake_timeout_s);
 

@@ -2,6 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/micro.h"
+#include "bench/tpcc/checker.h"
+#include "bench/tpcc/loader.h"
+#include "bench/tpcc/procedures.h"
 #include "deploy/cluster_config.h"
 #include "glog/logging.h"
 #include "storage/micro_table.h"
@@ -15,8 +18,13 @@ Node::~Node() { (void)Stop(std::chrono::milliseconds(0)); }
 absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   absl::Status s = ValidateClusterConfig(options.config);
   if (!s.ok()) return s;
-  if (options.workload != "micro")
-    return absl::InvalidArgumentError(absl::StrCat("unknown workload '", options.workload, "' (known: micro)"));
+  const bool tpcc = options.workload == "tpcc";
+  if (options.workload != "micro" && !tpcc)
+    return absl::InvalidArgumentError(absl::StrCat("unknown workload '", options.workload, "' (known: micro, tpcc)"));
+  if (tpcc) {
+    absl::Status valid = options.tpcc_scale.Validate();
+    if (!valid.ok()) return valid;
+  }
   std::unique_ptr<Node> node(new Node(options));
   const pb::ClusterConfig& config = node->options_.config;
   const pb::NodeConfig* self = nullptr;
@@ -24,8 +32,13 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
     if (n.id() == options.node_id) self = &n;
   if (self == nullptr) return absl::InvalidArgumentError(absl::StrCat("node ", options.node_id, " is not in the config"));
   node->epoch_us_ = config.epoch_us() != 0 ? config.epoch_us() : options.engine.epoch_us;
-  node->partitioner_ = std::make_unique<ModPartitioner>(config.num_partitions());
+  if (tpcc) {
+    node->partitioner_ = std::make_unique<tpcc::WarehousePartitioner>(config.num_partitions());
+  } else {
+    node->partitioner_ = std::make_unique<ModPartitioner>(config.num_partitions());
+  }
   s = RegisterMicroProcedures(&node->procedures_);
+  if (s.ok()) s = tpcc::RegisterProcedures(&node->procedures_);
   if (!s.ok()) return s;
 
   ZmqPeerNetOptions no;
@@ -48,7 +61,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   eo.peers = node->net_.get();
   eo.results = node->endpoint_.get();
   const uint64_t rows = options.micro_records_per_partition * config.num_partitions();
-  eo.key_check = [rows](Key k) -> absl::Status {
+  if (!tpcc) eo.key_check = [rows](Key k) -> absl::Status {
     if (KeyTable(k) == kMicroTable && KeyRow(k) >= rows)
       return absl::InvalidArgumentError(absl::StrCat("key ", k, " (micro row ", KeyRow(k),
                                                      ") is outside every partition: rows are 0 .. ", rows - 1));
@@ -58,14 +71,34 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   if (!engine.ok()) return engine.status();
   node->engine_ = std::move(*engine);
   for (PartitionId p : node->engine_->local_partitions()) {
-    s = LoadMicroTable(node->engine_->store(p), *node->partitioner_, p, options.micro_records_per_partition);
+    if (tpcc) {
+      s = tpcc::LoadPartition(node->engine_->store(p),
+                              static_cast<const tpcc::WarehousePartitioner&>(*node->partitioner_), p,
+                              options.tpcc_scale, options.tpcc_load_seed);
+    } else {
+      s = LoadMicroTable(node->engine_->store(p), *node->partitioner_, p, options.micro_records_per_partition);
+    }
     if (!s.ok()) return s;
   }
   return node;
 }
 
 absl::Status Node::Start() {
-  endpoint_->Start(engine_.get(), [this] { return info(); });
+  std::function<void(pb::ClientReply*)> check;
+  if (options_.workload == "tpcc") {
+    check = [this](pb::ClientReply* reply) {
+      std::vector<const PartitionStore*> stores;
+      for (PartitionId p : engine_->local_partitions()) stores.push_back(engine_->store(p));
+      const bool all = engine_->local_partitions().size() == options_.config.num_partitions();
+      const tpcc::CheckReport report = tpcc::CheckConsistency(stores, options_.tpcc_scale, all);
+      reply->set_consistency_ok(report.ok);
+      for (const std::string& f : report.failures) reply->add_consistency_failures(f);
+      reply->set_consistency_summary(absl::StrCat(report.conditions.size(), " conditions on ", report.warehouses,
+                                                  " warehouse(s), ", report.orders, " orders, ", report.order_lines,
+                                                  " order lines"));
+    };
+  }
+  endpoint_->Start(engine_.get(), [this] { return info(); }, check);
   net_->Start();
   LOG(INFO) << "node " << options_.node_id << ": waiting for the other " << options_.config.nodes_size() - 1
             << " node(s)";
@@ -105,6 +138,13 @@ pb::NodeInfo Node::info() const {
   i.set_lock_manager(options_.engine.lock_manager);
   i.set_workload(options_.workload);
   i.set_micro_records_per_partition(options_.micro_records_per_partition);
+  if (options_.workload == "tpcc") {
+    i.set_tpcc_warehouses(options_.tpcc_scale.warehouses);
+    i.set_tpcc_items(options_.tpcc_scale.items);
+    i.set_tpcc_customers_per_district(options_.tpcc_scale.customers_per_district);
+    i.set_tpcc_new_orders_per_district(options_.tpcc_scale.new_orders_per_district);
+    i.set_tpcc_load_seed(options_.tpcc_load_seed);
+  }
   if (ready()) {
     i.set_epoch(engine_->open_epoch());
     i.set_merged_epoch(engine_->merged_epoch());

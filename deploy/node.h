@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "bench/tpcc/random.h"
 #include "common/partitioner.h"
 #include "deploy/client_endpoint.h"
 #include "deploy/zmq_peer_net.h"
@@ -33,8 +34,10 @@ struct NodeOptions {
   pb::ClusterConfig config;          // the whole cluster (validated here)
   uint32_t node_id = 0;
   EngineOptions engine;              // peers, results and epoch_us are set by the node
-  std::string workload = "micro";    // the data loaded: "micro"
+  std::string workload = "micro";    // the data loaded: "micro" or "tpcc"
   uint64_t micro_records_per_partition = 1000000;
+  tpcc::Scale tpcc_scale;            // workload "tpcc": warehouses spread over the partitions
+  uint64_t tpcc_load_seed = 1;
   size_t max_request_bytes = 16u << 20;
   std::chrono::milliseconds handshake_timeout{std::chrono::minutes(10)};
 };
@@ -60,7 +63,7 @@ class Node {
 
   NodeOptions options_;
   uint64_t epoch_us_ = 0;
-  std::unique_ptr<ModPartitioner> partitioner_;
+  std::unique_ptr<Partitioner> partitioner_;
   ProcedureRegistry procedures_;
   std::unique_ptr<ZmqPeerNet> net_;
   std::unique_ptr<ClientEndpoint> endpoint_;

@@ -374,6 +374,14 @@ absl::Status Engine::WaitIdle(uint64_t min_epoch, std::chrono::milliseconds time
 
 absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> Engine::SnapshotDigests(
     uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
+  std::vector<std::pair<PartitionId, uint64_t>> out;
+  absl::Status s = AtEpochBoundary(epoch, timeout, cancel, [&] { out = PartitionDigests(); });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::Status Engine::AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds timeout,
+                                     const std::atomic<bool>* cancel, const std::function<void()>& fn) {
   std::vector<PartitionId> held;
   auto release = [&] {
     for (PartitionId p : held) schedulers_[p]->ReleaseHold();
@@ -403,9 +411,36 @@ absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> Engine::SnapshotDi
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  auto out = PartitionDigests();
+  fn();
   release();
-  return out;
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Replay(const std::vector<std::shared_ptr<const pb::Batch>>& batches,
+                            std::chrono::milliseconds timeout) {
+  if (options_.peers != nullptr) return absl::FailedPreconditionError("Replay runs in one process only");
+  if (started_) return absl::FailedPreconditionError("engine already started");
+  uint64_t expect = 1;
+  for (const auto& b : batches) {
+    if (b->epoch() != expect++ || b->sequencer_id() != 0)
+      return absl::InvalidArgumentError("replay needs one sequencer's batches of epochs 1, 2, 3, ... in order");
+  }
+  started_ = true;
+  stopped_ = true;  // no sequencer, no new txns
+  for (PartitionId p : local_) schedulers_[p]->Start();
+  for (const auto& b : batches) EnqueueLocal(b);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto drained = [&] {
+    for (PartitionId p : local_)
+      if (!schedulers_[p]->Drained()) return false;
+    return true;
+  };
+  while (!drained() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const bool done = drained();
+  for (PartitionId p : local_) schedulers_[p]->Stop();
+  if (!done) return absl::DeadlineExceededError("replay did not finish");
+  return absl::OkStatus();
 }
 
 EngineStats Engine::stats() const {

@@ -135,6 +135,19 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // true. Thread-safe; one call at a time.
   absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> SnapshotDigests(
       uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr);
+  // Runs fn with the local partitions paused at the boundary of `epoch`
+  // (see SnapshotDigests): fn may read every local store; nothing writes
+  // them until it returns. Same errors as SnapshotDigests.
+  absl::Status AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel,
+                               const std::function<void()>& fn);
+
+  // One process only, instead of Start(): runs the given batches (a
+  // history() of another engine: epochs 1, 2, ... in order) through this
+  // engine's schedulers, without the sequencer, and returns once every txn
+  // is released; results go to the registered clients as usual. The same
+  // batches give the same digest under every lock manager and worker count.
+  absl::Status Replay(const std::vector<std::shared_ptr<const pb::Batch>>& batches,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(120));
   // Every local scheduler has merged all epochs below this one.
   uint64_t merged_epoch() const;
   // The epoch the sequencer has open.

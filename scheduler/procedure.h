@@ -32,11 +32,35 @@ class TxnContext {
   // The value of `key`. InvalidArgument if key is not in the read set;
   // NotFound if there is no record. Valid until the procedure returns.
   virtual absl::StatusOr<std::string_view> Read(Key key) = 0;
-  // Sets the value of `key`, applied when the procedure returns OK.
-  // InvalidArgument if key is not in the write set or the value size differs
-  // from the table's record size.
+  // Sets the value of `key` (creating the record if absent), applied when
+  // the procedure returns OK. InvalidArgument if key is not in the write set
+  // or the value size differs from the table's record size.
   virtual absl::Status Write(Key key, std::string_view value) = 0;
+  // Removes `key`'s record (if any) when the procedure returns OK; a later
+  // Write of the key in the same txn puts it back. Same rules as Write.
+  virtual absl::Status Delete(Key key) = 0;
+  // The value of `key` in a replicated, read-only table (loaded on every
+  // partition, never written afterwards: e.g. TPC-C's ITEM), from this
+  // partition's copy, without a lock. NotFound if there is no record.
+  virtual absl::StatusOr<std::string_view> ReadReplicated(Key key) = 0;
 };
+
+// Covered keys. A workload may say that the lock of one key covers other
+// keys (e.g. TPC-C: a district's key covers its orders, new orders and
+// order lines, whose ids are only known inside the txn). cover(k) is the
+// covering key of k, or k itself. A procedure may then
+//  - Write/Delete a covered key if its cover is in the write set, and
+//  - Read a covered key if its cover is in the read or write set; the read
+//    sees the txn's own earlier writes and deletes of covered keys.
+// Covered keys must live on the partition of their cover. Covered reads are
+// not exchanged as remote reads: on an executor of another partition (a
+// multi-partition txn runs its procedure on every writing partition) a
+// covered read fails with FailedPrecondition, and the procedure may then
+// skip work whose writes would not be applied there anyway, provided its
+// outcome and result do not depend on it (TPC-C's Payment of a remote
+// customer skips the HISTORY insert on the customer's partition). Every txn
+// touching a covered key must lock its cover.
+using KeyCover = Key (*)(Key key);
 
 // result: what the client receives on commit.
 using Procedure = absl::Status (*)(TxnContext* ctx, std::string* result);
@@ -50,6 +74,9 @@ class ProcedureRegistry {
     return type < procs_.size() ? procs_[type].proc : nullptr;
   }
   std::string_view NameOf(uint32_t type) const;
+  // The workload's key cover (nullptr: no key covers another).
+  void SetKeyCover(KeyCover cover) { cover_ = cover; }
+  KeyCover key_cover() const { return cover_; }
 
  private:
   struct Entry {
@@ -57,6 +84,7 @@ class ProcedureRegistry {
     Procedure proc = nullptr;
   };
   std::vector<Entry> procs_;  // indexed by type
+  KeyCover cover_ = nullptr;
 };
 
 }  // namespace detdb

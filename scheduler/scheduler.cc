@@ -48,7 +48,12 @@ struct Scheduler::TxnState {
   bool reader = false, executor = false, coordinator = false, resumed = false;
   uint32_t remote_expected = 0, remote_received = 0;
   std::vector<Value> reads;                            // local, then remote
-  std::vector<std::pair<Key, std::string>> writes;     // buffered by the procedure
+  struct BufferedWrite {
+    Key key;
+    std::string value;
+    bool erase;  // a Delete
+  };
+  std::vector<BufferedWrite> writes;                   // buffered by the procedure
   // Large txns only (see kIndexAbove): reads sorted by key, declared write
   // keys sorted, and buffered writes by key, so Read/Write stay O(log n).
   bool indexed = false;
@@ -65,60 +70,111 @@ constexpr size_t kIndexAbove = 16;
 // The TxnContext a procedure runs against at this partition.
 class Scheduler::ExecContext final : public TxnContext {
  public:
-  ExecContext(TxnState* st, PartitionStore* store) : st_(st), store_(store) {}
+  ExecContext(TxnState* st, PartitionStore* store, KeyCover cover, const Partitioner* partitioner, PartitionId self)
+      : st_(st), store_(store), cover_(cover), partitioner_(partitioner), self_(self) {}
   const pb::Txn& txn() const override { return *st_->txn; }
 
   absl::StatusOr<std::string_view> Read(Key key) override {
-    const TxnState::Value* v = nullptr;
-    if (st_->indexed) {
-      auto it = std::lower_bound(st_->reads.begin(), st_->reads.end(), key,
-                                 [](const TxnState::Value& a, Key k) { return a.key < k; });
-      if (it != st_->reads.end() && it->key == key) v = &*it;
-    } else {
-      for (const TxnState::Value& x : st_->reads)
-        if (x.key == key) {
-          v = &x;
-          break;
-        }
+    if (const TxnState::Value* v = FindRead(key)) {
+      if (!v->found) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+      return std::string_view(v->bytes);
     }
-    if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
-    if (!v->found) return absl::NotFoundError(absl::StrCat("no record with key ", key));
-    return std::string_view(v->bytes);
+    if (Covered(key, /*for_write=*/false)) {
+      if (const BufferedWrite* w = FindWrite(key)) {
+        if (w->erase) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+        return std::string_view(w->value);
+      }
+      if (partitioner_->PartitionOf(key) != self_)
+        return absl::FailedPreconditionError(absl::StrCat("covered key ", key, " is not on this partition"));
+      const Record* r = store_->Get(key);
+      if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+      return std::string_view(r->value(), store_->GetTable(KeyTable(key))->value_size());
+    }
+    return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
   }
 
   absl::Status Write(Key key, std::string_view value) override {
-    const auto& ws = st_->txn->write_set();
-    const bool declared =
-        st_->indexed ? std::binary_search(st_->declared_writes.begin(), st_->declared_writes.end(), key)
-                     : std::find(ws.begin(), ws.end(), key) != ws.end();
-    if (!declared)
-      return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's write set"));
+    absl::Status s = CheckWrite(key);
+    if (!s.ok()) return s;
     const Table* table = store_->GetTable(KeyTable(key));
     if (table == nullptr) return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
     if (value.size() != table->value_size())
       return absl::InvalidArgumentError(absl::StrCat("value of ", value.size(), " bytes for table ",
                                                      KeyTable(key), " of ", table->value_size()));
-    if (st_->indexed) {
-      auto [it, inserted] = st_->write_index.try_emplace(key, static_cast<uint32_t>(st_->writes.size()));
-      if (!inserted) {
-        st_->writes[it->second].second.assign(value.data(), value.size());
-        return absl::OkStatus();
-      }
-    } else {
-      for (auto& [k, v] : st_->writes) {
-        if (k == key) {
-          v.assign(value.data(), value.size());
-          return absl::OkStatus();
-        }
-      }
-    }
-    st_->writes.emplace_back(key, std::string(value));
+    BufferedWrite& w = Buffer(key);
+    w.value.assign(value.data(), value.size());
+    w.erase = false;
     return absl::OkStatus();
   }
 
+  absl::Status Delete(Key key) override {
+    absl::Status s = CheckWrite(key);
+    if (!s.ok()) return s;
+    if (store_->GetTable(KeyTable(key)) == nullptr)
+      return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
+    BufferedWrite& w = Buffer(key);
+    w.value.clear();
+    w.erase = true;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string_view> ReadReplicated(Key key) override {
+    const Record* r = store_->Get(key);
+    if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+    return std::string_view(r->value(), store_->GetTable(KeyTable(key))->value_size());
+  }
+
  private:
+  using BufferedWrite = TxnState::BufferedWrite;
+
+  const TxnState::Value* FindRead(Key key) const {
+    if (st_->indexed) {
+      auto it = std::lower_bound(st_->reads.begin(), st_->reads.end(), key,
+                                 [](const TxnState::Value& a, Key k) { return a.key < k; });
+      return it != st_->reads.end() && it->key == key ? &*it : nullptr;
+    }
+    for (const TxnState::Value& x : st_->reads)
+      if (x.key == key) return &x;
+    return nullptr;
+  }
+  bool DeclaredWrite(Key key) const {
+    const auto& ws = st_->txn->write_set();
+    return st_->indexed ? std::binary_search(st_->declared_writes.begin(), st_->declared_writes.end(), key)
+                        : std::find(ws.begin(), ws.end(), key) != ws.end();
+  }
+  // Whether key is covered by a key the txn locked (for reading: in the read
+  // or write set; for writing: in the write set).
+  bool Covered(Key key, bool for_write) const {
+    if (cover_ == nullptr) return false;
+    const Key c = cover_(key);
+    if (c == key) return false;
+    return DeclaredWrite(c) || (!for_write && FindRead(c) != nullptr);
+  }
+  absl::Status CheckWrite(Key key) const {
+    if (DeclaredWrite(key) || Covered(key, /*for_write=*/true)) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's write set"));
+  }
+  BufferedWrite* FindWrite(Key key) {
+    if (st_->indexed) {
+      auto it = st_->write_index.find(key);
+      return it == st_->write_index.end() ? nullptr : &st_->writes[it->second];
+    }
+    for (BufferedWrite& w : st_->writes)
+      if (w.key == key) return &w;
+    return nullptr;
+  }
+  BufferedWrite& Buffer(Key key) {
+    if (BufferedWrite* w = FindWrite(key)) return *w;
+    if (st_->indexed) st_->write_index.emplace(key, static_cast<uint32_t>(st_->writes.size()));
+    st_->writes.push_back(BufferedWrite{key, std::string(), false});
+    return st_->writes.back();
+  }
+
   TxnState* const st_;
   PartitionStore* const store_;
+  const KeyCover cover_;
+  const Partitioner* const partitioner_;
+  const PartitionId self_;
 };
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerOptions& options,
@@ -433,16 +489,20 @@ void Scheduler::Execute(TxnState* st) {
       std::sort(st->declared_writes.begin(), st->declared_writes.end());
       st->write_index.clear();
     }
-    ExecContext ctx(st, store_);
+    ExecContext ctx(st, store_, procedures_->key_cover(), partitioner_, options_.partition);
     s = proc(&ctx, &result);
   }
   if (s.ok()) {
-    for (const auto& [key, value] : st->writes) {  // apply local writes only
-      if (partitioner_->PartitionOf(key) != options_.partition) continue;
-      Record* r = store_->Get(key);
-      if (r == nullptr) r = store_->Insert(key);
-      CHECK(r != nullptr) << "insert of key " << key << " failed";
-      std::memcpy(r->value(), value.data(), value.size());
+    for (const auto& w : st->writes) {  // apply local writes only
+      if (partitioner_->PartitionOf(w.key) != options_.partition) continue;
+      if (w.erase) {
+        store_->Erase(w.key);
+        continue;
+      }
+      Record* r = store_->Get(w.key);
+      if (r == nullptr) r = store_->Insert(w.key);
+      CHECK(r != nullptr) << "insert of key " << w.key << " failed";
+      std::memcpy(r->value(), w.value.data(), w.value.size());
     }
     committed_.fetch_add(1, std::memory_order_relaxed);
   } else {

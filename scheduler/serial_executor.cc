@@ -14,8 +14,9 @@ namespace {
 
 class SerialContext final : public TxnContext {
  public:
-  SerialContext(const pb::Txn& txn, const Partitioner* partitioner, const std::vector<PartitionStore*>& stores)
-      : txn_(txn), partitioner_(partitioner), stores_(stores) {
+  SerialContext(const pb::Txn& txn, const Partitioner* partitioner, KeyCover cover,
+                const std::vector<PartitionStore*>& stores)
+      : txn_(txn), partitioner_(partitioner), cover_(cover), stores_(stores) {
     reads_.assign(txn.read_set().begin(), txn.read_set().end());
     std::sort(reads_.begin(), reads_.end());
     declared_writes_.assign(txn.write_set().begin(), txn.write_set().end());
@@ -25,47 +26,103 @@ class SerialContext final : public TxnContext {
   const pb::Txn& txn() const override { return txn_; }
 
   absl::StatusOr<std::string_view> Read(Key key) override {
-    if (!std::binary_search(reads_.begin(), reads_.end(), key))
-      return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
-    PartitionStore* store = stores_[partitioner_->PartitionOf(key)];
-    const Record* r = store->Get(key);
-    if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
-    return std::string_view(r->value(), store->GetTable(KeyTable(key))->value_size());
+    if (std::binary_search(reads_.begin(), reads_.end(), key)) return StoreValue(key);
+    if (Covered(key, /*for_write=*/false)) {
+      auto it = write_index_.find(key);
+      if (it != write_index_.end()) {
+        if (writes_[it->second].erase) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+        return std::string_view(writes_[it->second].value);
+      }
+      return StoreValue(key);
+    }
+    return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
   }
 
   absl::Status Write(Key key, std::string_view value) override {
-    if (!std::binary_search(declared_writes_.begin(), declared_writes_.end(), key))
-      return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's write set"));
+    absl::Status s = CheckWrite(key);
+    if (!s.ok()) return s;
     const Table* table = stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key));
     if (table == nullptr) return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
     if (value.size() != table->value_size())
       return absl::InvalidArgumentError(absl::StrCat("value of ", value.size(), " bytes for table ",
                                                      KeyTable(key), " of ", table->value_size()));
-    auto [it, inserted] = write_index_.try_emplace(key, writes_.size());
-    if (!inserted) {
-      writes_[it->second].second.assign(value.data(), value.size());
-      return absl::OkStatus();
-    }
-    writes_.emplace_back(key, std::string(value));
+    BufferedWrite& w = Buffer(key);
+    w.value.assign(value.data(), value.size());
+    w.erase = false;
     return absl::OkStatus();
   }
 
+  absl::Status Delete(Key key) override {
+    absl::Status s = CheckWrite(key);
+    if (!s.ok()) return s;
+    if (stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)) == nullptr)
+      return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
+    BufferedWrite& w = Buffer(key);
+    w.value.clear();
+    w.erase = true;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string_view> ReadReplicated(Key key) override {
+    // Every partition holds the same copy; read the first one's.
+    PartitionStore* store = stores_[0];
+    const Record* r = store->Get(key);
+    if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+    return std::string_view(r->value(), store->GetTable(KeyTable(key))->value_size());
+  }
+
   void Apply() {
-    for (const auto& [key, value] : writes_) {
-      PartitionStore* store = stores_[partitioner_->PartitionOf(key)];
-      Record* r = store->Get(key);
-      if (r == nullptr) r = store->Insert(key);
+    for (const BufferedWrite& w : writes_) {
+      PartitionStore* store = stores_[partitioner_->PartitionOf(w.key)];
+      if (w.erase) {
+        store->Erase(w.key);
+        continue;
+      }
+      Record* r = store->Get(w.key);
+      if (r == nullptr) r = store->Insert(w.key);
       CHECK(r != nullptr);
-      std::memcpy(r->value(), value.data(), value.size());
+      std::memcpy(r->value(), w.value.data(), w.value.size());
     }
   }
 
  private:
+  struct BufferedWrite {
+    Key key;
+    std::string value;
+    bool erase;
+  };
+
+  absl::StatusOr<std::string_view> StoreValue(Key key) const {
+    PartitionStore* store = stores_[partitioner_->PartitionOf(key)];
+    const Record* r = store->Get(key);
+    if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+    return std::string_view(r->value(), store->GetTable(KeyTable(key))->value_size());
+  }
+  bool DeclaredWrite(Key key) const {
+    return std::binary_search(declared_writes_.begin(), declared_writes_.end(), key);
+  }
+  bool Covered(Key key, bool for_write) const {
+    if (cover_ == nullptr) return false;
+    const Key c = cover_(key);
+    if (c == key) return false;
+    return DeclaredWrite(c) || (!for_write && std::binary_search(reads_.begin(), reads_.end(), c));
+  }
+  absl::Status CheckWrite(Key key) const {
+    if (DeclaredWrite(key) || Covered(key, /*for_write=*/true)) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's write set"));
+  }
+  BufferedWrite& Buffer(Key key) {
+    auto [it, inserted] = write_index_.try_emplace(key, writes_.size());
+    if (inserted) writes_.push_back(BufferedWrite{key, std::string(), false});
+    return writes_[it->second];
+  }
+
   const pb::Txn& txn_;
   const Partitioner* const partitioner_;
+  const KeyCover cover_;
   const std::vector<PartitionStore*>& stores_;
   std::vector<Key> reads_, declared_writes_;  // sorted
-  std::vector<std::pair<Key, std::string>> writes_;
+  std::vector<BufferedWrite> writes_;
   absl::flat_hash_map<Key, size_t> write_index_;
 };
 
@@ -83,7 +140,7 @@ pb::TxnResult SerialExecutor::Execute(const pb::Txn& txn) {
   std::string result;
   absl::Status s;
   Procedure proc = procedures_->Find(txn.type());
-  SerialContext ctx(txn, partitioner_, stores_);
+  SerialContext ctx(txn, partitioner_, procedures_->key_cover(), stores_);
   if (proc == nullptr) {
     s = absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));
   } else {
