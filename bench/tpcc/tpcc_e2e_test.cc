@@ -44,6 +44,7 @@ TEST_P(TpccEndToEnd, ConsistentAndEqualToTheSerialExecutorAndEveryLockManager) {
   o.workers = 2;
   o.epoch_us = 500;
   o.lock.max_active = 300;
+  o.lock.check_invariants = false;  // lock-manager invariants have their own tests; this one is about TPC-C
   o.outstanding = 100;
   o.txns = TxnsPerRun();
   o.record_history = true;
@@ -91,6 +92,7 @@ TEST_P(TpccEndToEnd, ConsistentAndEqualToTheSerialExecutorAndEveryLockManager) {
     eo.lock_manager = lm;
     eo.workers = 2;
     eo.lock.max_active = 300;
+    eo.lock.check_invariants = false;
     auto e = Engine::Create(eo, &parts, &procs);
     ASSERT_TRUE(e.ok());
     for (PartitionId p = 0; p < c.partitions; ++p)
@@ -102,6 +104,7 @@ TEST_P(TpccEndToEnd, ConsistentAndEqualToTheSerialExecutorAndEveryLockManager) {
   uint64_t combined = 0;
   {
     EngineOptions eo;
+    eo.lock.check_invariants = false;
     auto e = Engine::Create(eo, &parts, &procs);
     ASSERT_TRUE(e.ok());
     for (PartitionId p = 0; p < c.partitions; ++p)
