@@ -15,7 +15,10 @@
 //   Order-Status  read CUSTOMER(w,d,c), DISTRICT(w,d) (cover of the orders).
 //   Delivery      read+write DISTRICT(w,1..10) and CUSTOMER(w,d,c) of each
 //                 planned order (from ReconDelivery).
-//   Stock-Level   read DISTRICT(w,d) and STOCK(w,i) of the recon's items.
+//   Stock-Level   read DISTRICT(w,d) and STOCK(w,i) of the recon's items; the
+//                 window is the 20 orders before the recon's D_NEXT_O_ID
+//                 (Stock-Level need not be serializable, only read
+//                 committed data no older than its start).
 //   ReconDelivery read DISTRICT(w,1..10).  ReconStockLevel  read DISTRICT(w,d).
 //
 // A dependent txn whose reconnaissance no longer holds aborts with an error
@@ -37,6 +40,12 @@ namespace tpcc {
 
 inline constexpr uint32_t kNewOrderType = 20, kPaymentType = 21, kOrderStatusType = 22, kDeliveryType = 23,
                           kStockLevelType = 24, kReconDeliveryType = 25, kReconStockLevelType = 26;
+
+// ReconDelivery returns, per district, this many orders from the oldest
+// undelivered one on; Delivery locks all their customers and delivers
+// whichever is the oldest when it runs, so that concurrent Deliveries of one
+// warehouse do not invalidate each other's reconnaissance.
+inline constexpr uint32_t kDeliveryCandidates = 8;
 
 // Error-message prefixes of the deterministic aborts.
 inline constexpr std::string_view kOllpMismatch = "OLLP mismatch";

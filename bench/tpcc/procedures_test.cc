@@ -465,11 +465,17 @@ TEST_F(ProceduresTest, DeliveryDeliversTheOldestOrderOfEachDistrict) {
   Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 1, 3, {{5, 1, 1}})));
   Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 6, 1, {{7, 1, 3}})));              // 2100
   const auto recon = Ok<tp::ReconDeliveryResult>(db_.Run(ReconDeliveryTxn(&db_, 1)));
-  ASSERT_EQ(recon.plans_size(), 10);
+  // District 1 has two undelivered orders: both are candidates, oldest first.
+  ASSERT_EQ(recon.plans_size(), 11);
+  ASSERT_EQ(recon.plans(0).d_id(), 1u);
+  EXPECT_EQ(recon.plans(0).o_id(), 1u);
+  EXPECT_EQ(recon.plans(0).c_id(), 2u);
+  ASSERT_EQ(recon.plans(1).d_id(), 1u);
+  EXPECT_EQ(recon.plans(1).o_id(), 2u);
+  EXPECT_EQ(recon.plans(1).c_id(), 3u);
   for (const auto& p : recon.plans()) {
     if (p.d_id() == 1) {
-      EXPECT_EQ(p.o_id(), 1u);
-      EXPECT_EQ(p.c_id(), 2u);
+      continue;
     } else if (p.d_id() == 6) {
       EXPECT_EQ(p.o_id(), 1u);
       EXPECT_EQ(p.c_id(), 1u);
@@ -508,6 +514,7 @@ TEST_F(ProceduresTest, DeliveryDeliversTheOldestOrderOfEachDistrict) {
 
   // The next recon plans district 1's second order.
   const auto recon2 = Ok<tp::ReconDeliveryResult>(db_.Run(ReconDeliveryTxn(&db_, 1)));
+  ASSERT_EQ(recon2.plans_size(), 10);
   EXPECT_EQ(recon2.plans(0).o_id(), 2u);
   EXPECT_EQ(recon2.plans(0).c_id(), 3u);
   EXPECT_EQ(recon2.plans(5).o_id(), 0u);
@@ -517,12 +524,25 @@ TEST_F(ProceduresTest, StaleDeliveryPlanAbortsWithoutChanges) {
   Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 1, 2, {{1, 1, 2}})));
   Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 1, 3, {{1, 1, 2}})));
   const auto recon = Ok<tp::ReconDeliveryResult>(db_.Run(ReconDeliveryTxn(&db_, 1)));
+  // Only the first candidate of each district: a plan that order 1 only.
+  tp::ReconDeliveryResult first_only;
+  uint32_t last_d = 0;
+  for (const auto& p : recon.plans())
+    if (p.d_id() != last_d) {
+      *first_only.add_plans() = p;
+      last_d = p.d_id();
+    }
   Ok<tp::DeliveryResult>(db_.Run(DeliveryTxn(&db_, 1, 1, recon)));  // consumes order 1
   std::vector<uint64_t> before = db_.Digests();
-  pb::TxnResult r = db_.Run(DeliveryTxn(&db_, 1, 2, recon));        // the same, stale plan
+  pb::TxnResult r = db_.Run(DeliveryTxn(&db_, 1, 2, first_only));   // stale: order 1 is gone
   EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
   EXPECT_TRUE(StartsWith(r.error(), kOllpMismatch)) << r.error();
   EXPECT_EQ(db_.Digests(), before);
+  // The full plan named order 2 as well: a concurrent Delivery with the
+  // same reconnaissance still succeeds.
+  const auto second = Ok<tp::DeliveryResult>(db_.Run(DeliveryTxn(&db_, 1, 2, recon)));
+  EXPECT_EQ(second.delivered(0).o_id(), 2u);
+  before = db_.Digests();
 
   // A plan that saw no order in a district that has one now.
   const auto recon2 = Ok<tp::ReconDeliveryResult>(db_.Run(ReconDeliveryTxn(&db_, 1)));
@@ -537,7 +557,8 @@ TEST_F(ProceduresTest, StaleDeliveryPlanAbortsWithoutChanges) {
   // With a fresh recon it goes through.
   const auto recon3 = Ok<tp::ReconDeliveryResult>(db_.Run(ReconDeliveryTxn(&db_, 1)));
   const auto done = Ok<tp::DeliveryResult>(db_.Run(DeliveryTxn(&db_, 1, 2, recon3)));
-  EXPECT_EQ(done.delivered(0).o_id(), 2u);
+  EXPECT_EQ(done.delivered(0).o_id(), 0u);  // district 1: both orders delivered above
+  EXPECT_EQ(done.delivered(3).o_id(), 1u);  // district 4: the new order
   EXPECT_EQ(done.delivered(3).o_id(), 1u);
 
   // Delivery of a district with no orders at all leaves it alone.
@@ -568,19 +589,28 @@ TEST_F(ProceduresTest, StockLevelCountsLowStockOfTheLastTwentyOrders) {
   EXPECT_EQ(Ok<tp::StockLevelResult>(db_.Run(StockLevelTxn(&db_, 1, 5, 100, recon2))).low_stock(), 1u);
 }
 
-TEST_F(ProceduresTest, StaleStockLevelReconAbortsOnlyWhenNewItemsAppear) {
+TEST_F(ProceduresTest, StockLevelUsesTheReconWindowAndAbortsWhenItsStockIsMissing) {
   Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 5, 1, {{1, 1, 5}, {2, 1, 9}})));
   const auto recon = Ok<tp::ReconStockLevelResult>(db_.Run(ReconStockLevelTxn(&db_, 1, 5)));
-  // A new order of known items: D_NEXT_O_ID moved, but every stock read is declared.
+  // New orders since the reconnaissance, one with a new item (7): the
+  // window is the 20 orders before the recon's D_NEXT_O_ID, so they do not
+  // count and nothing restarts.
   Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 5, 1, {{2, 1, 1}})));
-  EXPECT_EQ(Ok<tp::StockLevelResult>(db_.Run(StockLevelTxn(&db_, 1, 5, 100, recon))).low_stock(), 2u);
-  // A new order with item 7: the recon no longer holds.
   Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 5, 1, {{7, 1, 1}})));
+  EXPECT_EQ(Ok<tp::StockLevelResult>(db_.Run(StockLevelTxn(&db_, 1, 5, 100, recon))).low_stock(), 2u);
+  // A txn whose read set lacks a stock row of the window: OLLP mismatch, no change.
+  pb::Txn missing = StockLevelTxn(&db_, 1, 5, 100, recon);
+  std::vector<uint64_t> kept;
+  for (uint64_t k : missing.read_set())
+    if (k != StockKey(1, 2)) kept.push_back(k);
+  missing.clear_read_set();
+  for (uint64_t k : kept) missing.add_read_set(k);
   const std::vector<uint64_t> before = db_.Digests();
-  const pb::TxnResult r = db_.Run(StockLevelTxn(&db_, 1, 5, 100, recon));
+  const pb::TxnResult r = db_.Run(missing);
   EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
   EXPECT_TRUE(StartsWith(r.error(), kOllpMismatch)) << r.error();
   EXPECT_EQ(db_.Digests(), before);
+  // A fresh reconnaissance sees the new orders.
   const auto recon2 = Ok<tp::ReconStockLevelResult>(db_.Run(ReconStockLevelTxn(&db_, 1, 5)));
   EXPECT_EQ(Ok<tp::StockLevelResult>(db_.Run(StockLevelTxn(&db_, 1, 5, 100, recon2))).low_stock(), 3u);
 }
