@@ -2,7 +2,9 @@
 // a quiescent database (after a run, or at an epoch boundary while the
 // schedulers are paused: Engine::AtEpochBoundary).
 //
-// Conditions checked per warehouse (all data on the warehouse's partition):
+// Conditions checked per warehouse (all data on the warehouse's partition;
+// W_YTD, D_YTD and D_NEXT_O_ID are read from WAREHOUSE_YTD, DISTRICT_YTD and
+// DISTRICT_NEXT, whose rows must all be there):
 //  1 W_YTD = sum(D_YTD)
 //  2 D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID) (when the district has new orders)
 //  3 max(NO_O_ID) - min(NO_O_ID) + 1 = number of NEW_ORDER rows of the district

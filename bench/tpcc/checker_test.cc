@@ -93,8 +93,8 @@ class TpccChecker : public ::testing::Test {
 
   // A payment of `amount` at (w, d) by customer (c_w, c_d, c), as Payment does.
   void Pay(uint32_t w, uint32_t d, uint32_t c_w, uint32_t c_d, uint32_t c, int64_t amount) {
-    Change<WarehouseRow>(&store_, WarehouseKey(w), [&](WarehouseRow* r) { r->ytd += amount; });
-    Change<DistrictRow>(&store_, DistrictKey(w, d), [&](DistrictRow* r) { r->ytd += amount; });
+    Change<WarehouseYtdRow>(&store_, WarehouseYtdKey(w), [&](WarehouseYtdRow* r) { r->ytd += amount; });
+    Change<DistrictYtdRow>(&store_, DistrictYtdKey(w, d), [&](DistrictYtdRow* r) { r->ytd += amount; });
     Change<CustomerRow>(&store_, CustomerKey(c_w, c_d, c), [&](CustomerRow* r) {
       r->balance -= amount;
       r->ytd_payment += amount;
@@ -116,9 +116,9 @@ class TpccChecker : public ::testing::Test {
 
   // A new order of customer c at (w, d) with `lines` lines, as New-Order does.
   void NewOrder(uint32_t w, uint32_t d, uint32_t c, uint32_t lines) {
-    DistrictRow district = Read<DistrictRow>(store_, DistrictKey(w, d));
-    const uint32_t o = static_cast<uint32_t>(district.next_o_id++);
-    Write(&store_, DistrictKey(w, d), district);
+    DistrictNextRow next = Read<DistrictNextRow>(store_, DistrictNextKey(w, d));
+    const uint32_t o = static_cast<uint32_t>(next.next_o_id++);
+    Write(&store_, DistrictNextKey(w, d), next);
     Write(&store_, OrderKey(w, d, o),
           OrderRow{.c_id = static_cast<int32_t>(c), .entry_d = 77, .carrier_id = 0,
                    .ol_cnt = static_cast<int32_t>(lines), .all_local = 1});
@@ -198,7 +198,7 @@ TEST_F(TpccChecker, TxnLikeChangesKeepConsistency) {
 }
 
 TEST_F(TpccChecker, Condition1And9DistrictYtd) {
-  Change<DistrictRow>(&store_, DistrictKey(1, 3), [](DistrictRow* r) { r->ytd += 1; });
+  Change<DistrictYtdRow>(&store_, DistrictYtdKey(1, 3), [](DistrictYtdRow* r) { r->ytd += 1; });
   const CheckReport r = Check();
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(Reports(r, 1)) << Failures(r);
@@ -209,7 +209,7 @@ TEST_F(TpccChecker, Condition1And9DistrictYtd) {
 }
 
 TEST_F(TpccChecker, Condition2NextOrderId) {
-  Change<DistrictRow>(&store_, DistrictKey(2, 6), [](DistrictRow* r) { r->next_o_id += 1; });
+  Change<DistrictNextRow>(&store_, DistrictNextKey(2, 6), [](DistrictNextRow* r) { r->next_o_id += 1; });
   const CheckReport r = Check();
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(Reports(r, 2)) << Failures(r);
@@ -313,6 +313,22 @@ TEST_F(TpccChecker, MissingRowsAndTables) {
   CheckReport r = Check();
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(Reports(r, "no DISTRICT 10")) << Failures(r);
+
+  // The vertical parts of WAREHOUSE and DISTRICT: each missing row is
+  // reported, and the conditions that need it are not (falsely) failed.
+  PartitionStore other;
+  ASSERT_TRUE(LoadPartition(&other, WarehousePartitioner(1), 0, scale_, kSeed).ok());
+  ASSERT_TRUE(other.Erase(WarehouseYtdKey(1)));
+  ASSERT_TRUE(other.Erase(DistrictYtdKey(2, 4)));
+  ASSERT_TRUE(other.Erase(DistrictNextKey(2, 7)));
+  r = CheckConsistency({&other}, scale_, true);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(Reports(r, "warehouse 1 has no WAREHOUSE_YTD row")) << Failures(r);
+  EXPECT_TRUE(Reports(r, "warehouse 2 has no DISTRICT_YTD 4")) << Failures(r);
+  EXPECT_TRUE(Reports(r, "warehouse 2 has no DISTRICT_NEXT 7")) << Failures(r);
+  EXPECT_FALSE(Reports(r, "no DISTRICT ")) << Failures(r);
+  for (int c = 1; c <= 12; ++c) EXPECT_FALSE(Reports(r, c)) << Failures(r);
+  EXPECT_EQ(r.failures.size(), 3u) << Failures(r);
 
   PartitionStore empty;
   r = CheckConsistency({&empty}, scale_, false);

@@ -191,9 +191,10 @@ Generator::Request Generator::Next() {
         writes.push_back(StockKey(supply, item));
       }
       reads.push_back(WarehouseKey(w));
-      reads.push_back(CustomerKey(w, d, c));
       reads.push_back(DistrictKey(w, d));
-      writes.push_back(DistrictKey(w, d));
+      reads.push_back(CustomerKey(w, d, c));
+      reads.push_back(DistrictNextKey(w, d));
+      writes.push_back(DistrictNextKey(w, d));
       txn.set_type(kNewOrderType);
       txn.set_args(a.SerializeAsString());
       break;
@@ -216,7 +217,9 @@ Generator::Request Generator::Next() {
       a.set_c_id(c);
       a.set_by_last_name(by_name);
       a.set_amount(rng_.Uniform(100, 500000));
-      for (Key k : {WarehouseKey(w), DistrictKey(w, d), CustomerKey(cw, cd, c)}) {
+      reads.push_back(WarehouseKey(w));
+      reads.push_back(DistrictKey(w, d));
+      for (Key k : {WarehouseYtdKey(w), DistrictYtdKey(w, d), CustomerKey(cw, cd, c)}) {
         reads.push_back(k);
         writes.push_back(k);
       }
@@ -235,7 +238,7 @@ Generator::Request Generator::Next() {
       a.set_c_id(c);
       a.set_by_last_name(by_name);
       reads.push_back(CustomerKey(w, d, c));
-      reads.push_back(DistrictKey(w, d));
+      reads.push_back(DistrictNextKey(w, d));
       txn.set_type(kOrderStatusType);
       txn.set_args(a.SerializeAsString());
       break;
@@ -245,7 +248,7 @@ Generator::Request Generator::Next() {
       req.param = static_cast<uint32_t>(rng_.Uniform(1, 10));  // O_CARRIER_ID
       tp::ReconDeliveryArgs a;
       a.set_w_id(w);
-      for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) reads.push_back(DistrictKey(w, d));
+      for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) reads.push_back(DistrictNextKey(w, d));
       txn.set_type(kReconDeliveryType);
       txn.set_args(a.SerializeAsString());
       break;
@@ -257,7 +260,7 @@ Generator::Request Generator::Next() {
       tp::ReconStockLevelArgs a;
       a.set_w_id(w);
       a.set_d_id(req.d);
-      reads.push_back(DistrictKey(w, req.d));
+      reads.push_back(DistrictNextKey(w, req.d));
       txn.set_type(kReconStockLevelType);
       txn.set_args(a.SerializeAsString());
       break;
@@ -282,8 +285,8 @@ absl::StatusOr<pb::Txn> Generator::FromRecon(const Request& request, const std::
       a.set_w_id(w);
       a.set_carrier_id(request.param);
       for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
-        reads.push_back(DistrictKey(w, d));
-        writes.push_back(DistrictKey(w, d));
+        reads.push_back(DistrictNextKey(w, d));
+        writes.push_back(DistrictNextKey(w, d));
       }
       for (const tp::DeliveryPlan& p : recon.plans()) {
         if (p.d_id() < 1 || p.d_id() > kDistrictsPerWarehouse)
@@ -306,7 +309,7 @@ absl::StatusOr<pb::Txn> Generator::FromRecon(const Request& request, const std::
       a.set_d_id(request.d);
       a.set_threshold(request.param);
       a.set_next_o_id(recon.next_o_id());
-      reads.push_back(DistrictKey(w, request.d));
+      reads.push_back(DistrictNextKey(w, request.d));
       for (uint32_t i : recon.i_ids()) reads.push_back(StockKey(w, i));
       txn.set_type(kStockLevelType);
       txn.set_args(a.SerializeAsString());

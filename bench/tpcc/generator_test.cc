@@ -149,9 +149,9 @@ TEST(TpccGenerator, NewOrderInputs) {
       }
       remote_txns += any_remote;
       // The sets of procedures.h.
-      std::vector<Key> reads = {WarehouseKey(a.w_id()), CustomerKey(a.w_id(), a.d_id(), a.c_id()),
-                                DistrictKey(a.w_id(), a.d_id())};
-      std::vector<Key> writes = {DistrictKey(a.w_id(), a.d_id())};
+      std::vector<Key> reads = {WarehouseKey(a.w_id()), DistrictKey(a.w_id(), a.d_id()),
+                                CustomerKey(a.w_id(), a.d_id(), a.c_id()), DistrictNextKey(a.w_id(), a.d_id())};
+      std::vector<Key> writes = {DistrictNextKey(a.w_id(), a.d_id())};
       for (const auto& in : a.lines()) {
         reads.push_back(StockKey(in.supply_w_id(), in.i_id()));
         writes.push_back(StockKey(in.supply_w_id(), in.i_id()));
@@ -218,10 +218,13 @@ TEST(TpccGenerator, PaymentInputs) {
             CustomerNameOf(o.scale, LoadConstants(o.load_seed), o.load_seed, a.c_w_id(), a.c_d_id(), a.c_id()).last;
         ASSERT_EQ(names.Lookup(a.c_w_id(), a.c_d_id(), last), a.c_id());
       }
-      const std::vector<Key> keys = {WarehouseKey(a.w_id()), DistrictKey(a.w_id(), a.d_id()),
-                                     CustomerKey(a.c_w_id(), a.c_d_id(), a.c_id())};
-      ASSERT_EQ(Keys(req.txn.read_set()), SortedUnique(keys));
-      ASSERT_EQ(Keys(req.txn.write_set()), SortedUnique(keys));
+      const std::vector<Key> writes = {WarehouseYtdKey(a.w_id()), DistrictYtdKey(a.w_id(), a.d_id()),
+                                       CustomerKey(a.c_w_id(), a.c_d_id(), a.c_id())};
+      std::vector<Key> reads = writes;
+      reads.push_back(WarehouseKey(a.w_id()));
+      reads.push_back(DistrictKey(a.w_id(), a.d_id()));
+      ASSERT_EQ(Keys(req.txn.read_set()), SortedUnique(reads));
+      ASSERT_EQ(Keys(req.txn.write_set()), SortedUnique(writes));
     }
     EXPECT_NEAR(100.0 * by_name / n, 60.0, 1.5);
     if (warehouses == 1) {
@@ -251,7 +254,7 @@ TEST(TpccGenerator, OrderStatusDeliveryAndStockLevelSets) {
         ASSERT_LE(a.c_id(), o.scale.customers_per_district);
         by_name += a.by_last_name();
         ASSERT_EQ(Keys(req.txn.read_set()),
-                  SortedUnique({CustomerKey(a.w_id(), a.d_id(), a.c_id()), DistrictKey(a.w_id(), a.d_id())}));
+                  SortedUnique({CustomerKey(a.w_id(), a.d_id(), a.c_id()), DistrictNextKey(a.w_id(), a.d_id())}));
         ASSERT_TRUE(req.txn.write_set().empty());
         break;
       }
@@ -262,7 +265,7 @@ TEST(TpccGenerator, OrderStatusDeliveryAndStockLevelSets) {
         ASSERT_TRUE(a.ParseFromString(req.txn.args()));
         ASSERT_EQ(a.w_id(), req.w);
         std::vector<Key> reads;
-        for (uint32_t d = 1; d <= 10; ++d) reads.push_back(DistrictKey(req.w, d));
+        for (uint32_t d = 1; d <= 10; ++d) reads.push_back(DistrictNextKey(req.w, d));
         ASSERT_EQ(Keys(req.txn.read_set()), SortedUnique(reads));
         ASSERT_TRUE(req.txn.write_set().empty());
         carriers.insert(req.param);
@@ -275,7 +278,7 @@ TEST(TpccGenerator, OrderStatusDeliveryAndStockLevelSets) {
         ASSERT_TRUE(a.ParseFromString(req.txn.args()));
         ASSERT_EQ(a.w_id(), req.w);
         ASSERT_EQ(a.d_id(), req.d);
-        ASSERT_EQ(Keys(req.txn.read_set()), std::vector<Key>{DistrictKey(req.w, req.d)});
+        ASSERT_EQ(Keys(req.txn.read_set()), std::vector<Key>{DistrictNextKey(req.w, req.d)});
         ASSERT_TRUE(req.txn.write_set().empty());
         thresholds.insert(req.param);
         break;
@@ -289,6 +292,64 @@ TEST(TpccGenerator, OrderStatusDeliveryAndStockLevelSets) {
   EXPECT_EQ(*thresholds.begin(), 10u);
   EXPECT_EQ(*thresholds.rbegin(), 20u);
   EXPECT_EQ(thresholds.size(), 11u);
+}
+
+// The vertical partitioning of WAREHOUSE and DISTRICT (schema.h): a
+// New-Order and a Payment of the same district share no key that either
+// writes (D_NEXT_O_ID vs W_YTD / D_YTD), and neither reads a key the other
+// writes, except the customer's when both name the same customer.
+TEST(TpccGenerator, NewOrderAndPaymentOfADistrictDoNotConflict) {
+  Generator gen(Options(2, "no+payment"));
+  struct Sets {
+    std::set<Key> reads, writes;
+    Key customer;  // the customer's key
+  };
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<Sets>> new_orders, payments;
+  for (int i = 0; i < 4000; ++i) {
+    const Generator::Request req = gen.Next();
+    Sets s{{req.txn.read_set().begin(), req.txn.read_set().end()},
+           {req.txn.write_set().begin(), req.txn.write_set().end()}, 0};
+    if (req.kind == TxnKind::kNewOrder) {
+      tp::NewOrderArgs a;
+      ASSERT_TRUE(a.ParseFromString(req.txn.args()));
+      s.customer = CustomerKey(a.w_id(), a.d_id(), a.c_id());
+      new_orders[{a.w_id(), a.d_id()}].push_back(std::move(s));
+    } else {
+      ASSERT_EQ(req.kind, TxnKind::kPayment);
+      tp::PaymentArgs a;
+      ASSERT_TRUE(a.ParseFromString(req.txn.args()));
+      s.customer = CustomerKey(a.c_w_id(), a.c_d_id(), a.c_id());
+      payments[{a.w_id(), a.d_id()}].push_back(std::move(s));
+    }
+  }
+  // Keys of `writer`'s write set that `other` reads or writes.
+  auto clash = [](const Sets& writer, const Sets& other) {
+    std::vector<Key> keys;
+    for (Key k : writer.writes)
+      if (other.reads.count(k) || other.writes.count(k)) keys.push_back(k);
+    return keys;
+  };
+  uint64_t pairs = 0, same_customer = 0;
+  ASSERT_EQ(new_orders.size(), 20u);
+  for (const auto& [district, nos] : new_orders) {
+    ASSERT_FALSE(payments[district].empty());
+    for (const Sets& no : nos) {
+      for (const Sets& pay : payments[district]) {
+        ++pairs;
+        std::vector<Key> keys = clash(no, pay);
+        for (Key k : clash(pay, no)) keys.push_back(k);
+        if (no.customer == pay.customer) {
+          ++same_customer;
+          for (Key k : keys) ASSERT_EQ(k, no.customer);
+        } else {
+          ASSERT_TRUE(keys.empty()) << "district " << district.first << "/" << district.second << ": key "
+                                    << keys[0] << " of table " << KeyTable(keys[0]);
+        }
+      }
+    }
+  }
+  EXPECT_GT(pairs, 100000u);
+  EXPECT_LT(same_customer, pairs / 50);
 }
 
 TEST(TpccGenerator, FromReconBuildsTheRealTxn) {
@@ -327,7 +388,7 @@ TEST(TpccGenerator, FromReconBuildsTheRealTxn) {
   EXPECT_EQ(da.plans(3).SerializeAsString(), dr.plans(3).SerializeAsString());
   std::vector<Key> keys;
   for (uint32_t d = 1; d <= 10; ++d) {
-    keys.push_back(DistrictKey(delivery.w, d));
+    keys.push_back(DistrictNextKey(delivery.w, d));
     if (d % 3 != 0) keys.push_back(CustomerKey(delivery.w, d, d * 7));
   }
   EXPECT_EQ(Keys(t->read_set()), SortedUnique(keys));
@@ -346,7 +407,7 @@ TEST(TpccGenerator, FromReconBuildsTheRealTxn) {
   EXPECT_EQ(sa.threshold(), stock.param);
   EXPECT_EQ(sa.next_o_id(), 3001u);
   EXPECT_EQ(Keys(t->read_set()),
-            SortedUnique({DistrictKey(stock.w, stock.d), StockKey(stock.w, 4), StockKey(stock.w, 17),
+            SortedUnique({DistrictNextKey(stock.w, stock.d), StockKey(stock.w, 4), StockKey(stock.w, 17),
                           StockKey(stock.w, 99), StockKey(stock.w, 5000)}));
   EXPECT_TRUE(t->write_set().empty());
 

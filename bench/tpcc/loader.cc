@@ -60,7 +60,7 @@ void Put(Table* t, Key k, const Row& row) {
 
 struct Tables {
   Table *warehouse, *district, *customer, *history, *new_order, *order, *order_line, *item, *stock,
-      *customer_last_order, *new_order_head, *history_seq;
+      *customer_last_order, *new_order_head, *history_seq, *warehouse_ytd, *district_ytd, *district_next;
 };
 
 absl::Status CreateTables(PartitionStore* store, const Scale& scale, uint64_t warehouses, Tables* t) {
@@ -89,6 +89,9 @@ absl::Status CreateTables(PartitionStore* store, const Scale& scale, uint64_t wa
       {kCustomerLastOrder, "tpcc.customer_last_order", sizeof(OrderIdRow), customers, &t->customer_last_order},
       {kNewOrderHead, "tpcc.new_order_head", sizeof(OrderIdRow), districts, &t->new_order_head},
       {kHistorySeq, "tpcc.history_seq", sizeof(SeqRow), districts, &t->history_seq},
+      {kWarehouseYtd, "tpcc.warehouse_ytd", sizeof(WarehouseYtdRow), warehouses, &t->warehouse_ytd},
+      {kDistrictYtd, "tpcc.district_ytd", sizeof(DistrictYtdRow), districts, &t->district_ytd},
+      {kDistrictNext, "tpcc.district_next", sizeof(DistrictNextRow), districts, &t->district_next},
   };
   for (const Spec& spec : specs) {
     absl::StatusOr<Table*> table =
@@ -141,8 +144,9 @@ void LoadWarehouse(const Tables& t, uint64_t seed, const Scale& scale, uint32_t 
   SetField(row.state, r.AString(2, 2));
   SetField(row.zip, Zip(r));
   row.tax = static_cast<int32_t>(r.Uniform(0, kMaxTax));
-  row.ytd = InitialDistrictYtd(scale) * kDistrictsPerWarehouse;
   Put(t.warehouse, WarehouseKey(w), row);
+  const WarehouseYtdRow ytd{.ytd = InitialDistrictYtd(scale) * kDistrictsPerWarehouse};
+  Put(t.warehouse_ytd, WarehouseYtdKey(w), ytd);
 }
 
 void LoadDistrict(const Tables& t, uint64_t seed, const Scale& scale, uint32_t w, uint32_t d) {
@@ -155,9 +159,11 @@ void LoadDistrict(const Tables& t, uint64_t seed, const Scale& scale, uint32_t w
   SetField(row.state, r.AString(2, 2));
   SetField(row.zip, Zip(r));
   row.tax = static_cast<int32_t>(r.Uniform(0, kMaxTax));
-  row.ytd = InitialDistrictYtd(scale);
-  row.next_o_id = static_cast<int32_t>(scale.orders_per_district + 1);
   Put(t.district, DistrictKey(w, d), row);
+  const DistrictYtdRow ytd{.ytd = InitialDistrictYtd(scale)};
+  Put(t.district_ytd, DistrictYtdKey(w, d), ytd);
+  const DistrictNextRow next{.next_o_id = static_cast<int32_t>(scale.orders_per_district + 1), .unused = 0};
+  Put(t.district_next, DistrictNextKey(w, d), next);
 
   const OrderIdRow head{.o_id = static_cast<int32_t>(scale.orders_per_district -
                                                      scale.new_orders_per_district + 1),
@@ -267,7 +273,7 @@ absl::Status LoadPartition(PartitionStore* store, const WarehousePartitioner& pa
   if (p >= partitioner.num_partitions())
     return absl::InvalidArgumentError(
         absl::StrCat("partition ", p, " out of range (", partitioner.num_partitions(), " partitions)"));
-  for (uint32_t id = kWarehouse; id <= kHistorySeq; ++id) {
+  for (uint32_t id = kFirstTable; id <= kLastTable; ++id) {
     if (const Table* t = store->GetTable(id))
       return absl::AlreadyExistsError(
           absl::StrCat("the store already has TPC-C table ", id, " ('", t->name(), "')"));

@@ -1,13 +1,15 @@
 // Loading TPC-C (clause 4.3): the tables of one partition, with its
 // warehouses' rows and a full copy of ITEM (replicated on every partition),
-// and the index tables the txns maintain (CUSTOMER_LAST_ORDER,
-// NEW_ORDER_HEAD, HISTORY_SEQ; see schema.h).
+// the vertical parts of WAREHOUSE and DISTRICT (WAREHOUSE_YTD, DISTRICT_YTD,
+// DISTRICT_NEXT) and the index tables the txns maintain
+// (CUSTOMER_LAST_ORDER, NEW_ORDER_HEAD, HISTORY_SEQ; see schema.h).
 //
 // Per warehouse w on the partition (WarehousePartitioner): the WAREHOUSE
-// row (W_YTD 300,000.00); 10 DISTRICT rows (D_YTD 30,000.00,
-// D_NEXT_O_ID = orders + 1; both YTDs scaled with the customers, D_YTD =
+// row and its WAREHOUSE_YTD row (W_YTD 300,000.00); 10 DISTRICT rows, each
+// with a DISTRICT_YTD row (D_YTD 30,000.00) and a DISTRICT_NEXT row
+// (D_NEXT_O_ID = orders + 1); both YTDs scaled with the customers, D_YTD =
 // customers x 10.00, so that conditions 1, 8 and 9 hold at a shrunk
-// scale too); per district `customers` CUSTOMER rows (10%
+// scale too; per district `customers` CUSTOMER rows (10%
 // "BC" credit, C_BALANCE -10.00, C_YTD_PAYMENT 10.00, names from
 // CustomerNameOf) and one HISTORY row each (H_AMOUNT 10.00, seq c - 1);
 // `orders` ORDER rows, o_id 1..orders with O_C_ID a random permutation of

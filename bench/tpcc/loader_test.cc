@@ -50,7 +50,10 @@ void ExpectCounts(const PartitionStore& store, const Scale& scale, uint64_t ware
   const uint64_t districts = warehouses * kDistrictsPerWarehouse;
   const uint64_t customers = districts * scale.customers_per_district;
   EXPECT_EQ(Rows(store, kWarehouse), warehouses);
+  EXPECT_EQ(Rows(store, kWarehouseYtd), warehouses);
   EXPECT_EQ(Rows(store, kDistrict), districts);
+  EXPECT_EQ(Rows(store, kDistrictYtd), districts);
+  EXPECT_EQ(Rows(store, kDistrictNext), districts);
   EXPECT_EQ(Rows(store, kCustomer), customers);
   EXPECT_EQ(Rows(store, kHistory), customers);
   EXPECT_EQ(Rows(store, kOrder), districts * scale.orders_per_district);
@@ -75,7 +78,8 @@ TEST(TpccLoader, SmallOnOnePartition) {
   ExpectCounts(store, scale, 2);
   EXPECT_EQ(store.table_ids(), (std::vector<uint32_t>{kWarehouse, kDistrict, kCustomer, kHistory, kNewOrder,
                                                       kOrder, kOrderLine, kItem, kStock, kCustomerLastOrder,
-                                                      kNewOrderHead, kHistorySeq}));
+                                                      kNewOrderHead, kHistorySeq, kWarehouseYtd, kDistrictYtd,
+                                                      kDistrictNext}));
 }
 
 TEST(TpccLoader, SplitByWarehouseWithItemsEverywhere) {
@@ -116,7 +120,7 @@ TEST(TpccLoader, PartitionWithoutWarehousesHoldsItems) {
   EXPECT_TRUE(WarehousesOf(WarehousePartitioner(3), 2, scale).empty());
   EXPECT_EQ(Rows(store, kItem), scale.items);
   EXPECT_EQ(store.size(), scale.items);
-  EXPECT_EQ(store.table_ids().size(), 12u);
+  EXPECT_EQ(store.table_ids().size(), 15u);
 }
 
 TEST(TpccLoader, WarehousesOf) {
@@ -153,7 +157,10 @@ TEST_F(TpccLoaderSpec, Cardinalities) {
   EXPECT_EQ(Rows(s, kItem), 100000u);
   EXPECT_EQ(Rows(s, kStock), 100000u);
   EXPECT_EQ(Rows(s, kWarehouse), 1u);
+  EXPECT_EQ(Rows(s, kWarehouseYtd), 1u);
   EXPECT_EQ(Rows(s, kDistrict), 10u);
+  EXPECT_EQ(Rows(s, kDistrictYtd), 10u);
+  EXPECT_EQ(Rows(s, kDistrictNext), 10u);
   EXPECT_EQ(Rows(s, kCustomer), 30000u);
   EXPECT_EQ(Rows(s, kHistory), 30000u);
   EXPECT_EQ(Rows(s, kOrder), 30000u);
@@ -164,15 +171,15 @@ TEST_F(TpccLoaderSpec, Cardinalities) {
 TEST_F(TpccLoaderSpec, WarehouseAndDistricts) {
   const PartitionStore& s = *store_;
   const WarehouseRow w = Read<WarehouseRow>(s, WarehouseKey(1));
-  EXPECT_EQ(w.ytd, 30000000);  // 300,000.00
+  EXPECT_EQ(Read<WarehouseYtdRow>(s, WarehouseYtdKey(1)).ytd, 30000000);  // 300,000.00
   EXPECT_GE(w.tax, 0);
   EXPECT_LE(w.tax, 2000);
   EXPECT_GE(GetField(w.name).size(), 6u);
   EXPECT_EQ(GetField(w.zip).substr(4), "11111");
   for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
     const DistrictRow row = Read<DistrictRow>(s, DistrictKey(1, d));
-    EXPECT_EQ(row.ytd, 3000000);  // 30,000.00
-    EXPECT_EQ(row.next_o_id, 3001);
+    EXPECT_EQ(Read<DistrictYtdRow>(s, DistrictYtdKey(1, d)).ytd, 3000000);  // 30,000.00
+    EXPECT_EQ(Read<DistrictNextRow>(s, DistrictNextKey(1, d)).next_o_id, 3001);
     EXPECT_GE(row.tax, 0);
     EXPECT_LE(row.tax, 2000);
     EXPECT_EQ(Read<OrderIdRow>(s, NewOrderHeadKey(1, d)).o_id, 2101);
@@ -343,7 +350,7 @@ TEST(TpccLoader, LoadingTwiceIsAnError) {
   EXPECT_EQ(store.Digest(), digest);
 
   PartitionStore other;  // one TPC-C table is enough to refuse
-  ASSERT_TRUE(other.CreateTable({.id = kHistorySeq, .name = "x", .value_size = 8}).ok());
+  ASSERT_TRUE(other.CreateTable({.id = kDistrictNext, .name = "x", .value_size = 8}).ok());
   EXPECT_EQ(LoadPartition(&other, WarehousePartitioner(1), 0, Scale::Small(1), kSeed).code(),
             absl::StatusCode::kAlreadyExists);
 }

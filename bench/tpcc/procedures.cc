@@ -82,8 +82,8 @@ absl::Status Mismatch(std::string_view what) {
 }
 
 // The oldest undelivered order of (w, d): NEW_ORDER_HEAD if below
-// D_NEXT_O_ID, else 0. Covered read: DISTRICT(w, d) must be declared.
-absl::StatusOr<uint32_t> UndeliveredHead(TxnContext* ctx, uint32_t w, uint32_t d, const DistrictRow& district) {
+// D_NEXT_O_ID, else 0. Covered read: DISTRICT_NEXT(w, d) must be declared.
+absl::StatusOr<uint32_t> UndeliveredHead(TxnContext* ctx, uint32_t w, uint32_t d, const DistrictNextRow& district) {
   OrderIdRow head;
   absl::Status s = ReadRow(ctx, NewOrderHeadKey(w, d), &head);
   if (!s.ok()) return s;
@@ -143,18 +143,21 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
     if (!Parse(*v, &items[i])) return absl::InternalError("ITEM record of the wrong size");
   }
 
+  // W_TAX and D_TAX from the static rows, D_NEXT_O_ID from DISTRICT_NEXT.
   WarehouseRow wh;
   DistrictRow district;
+  DistrictNextRow next;
   CustomerRow customer;
   if (!(s = ReadRow(ctx, WarehouseKey(w), &wh)).ok()) return s;
   if (!(s = ReadRow(ctx, DistrictKey(w, d), &district)).ok()) return s;
+  if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &next)).ok()) return s;
   if (!(s = ReadRow(ctx, CustomerKey(w, d, c), &customer)).ok()) return s;
 
-  const int32_t o_id = district.next_o_id;
+  const int32_t o_id = next.next_o_id;
   if (o_id < 1 || !ValidOrderId(static_cast<uint32_t>(o_id) + 1))
     return absl::InternalError(absl::StrCat("D_NEXT_O_ID of ", w, "/", d, " is ", o_id));
-  district.next_o_id = o_id + 1;
-  if (!(s = WriteRow(ctx, DistrictKey(w, d), district)).ok()) return s;
+  next.next_o_id = o_id + 1;
+  if (!(s = WriteRow(ctx, DistrictNextKey(w, d), next)).ok()) return s;
 
   tp::NewOrderResult r;
   r.set_o_id(static_cast<uint32_t>(o_id));
@@ -258,17 +261,22 @@ absl::Status Payment(TxnContext* ctx, std::string* result) {
   if (a.amount() <= 0) return absl::InvalidArgumentError(absl::StrCat("Payment of ", a.amount(), " cents"));
   const int64_t amount = a.amount();
 
+  // The static rows for H_DATA's names; the YTDs from their own rows.
   WarehouseRow wh;
   DistrictRow district;
+  WarehouseYtdRow w_ytd;
+  DistrictYtdRow d_ytd;
   CustomerRow customer;
   if (!(s = ReadRow(ctx, WarehouseKey(w), &wh)).ok()) return s;
   if (!(s = ReadRow(ctx, DistrictKey(w, d), &district)).ok()) return s;
+  if (!(s = ReadRow(ctx, WarehouseYtdKey(w), &w_ytd)).ok()) return s;
+  if (!(s = ReadRow(ctx, DistrictYtdKey(w, d), &d_ytd)).ok()) return s;
   if (!(s = ReadRow(ctx, CustomerKey(c_w, c_d, c), &customer)).ok()) return s;
 
-  wh.ytd += amount;
-  district.ytd += amount;
-  if (!(s = WriteRow(ctx, WarehouseKey(w), wh)).ok()) return s;
-  if (!(s = WriteRow(ctx, DistrictKey(w, d), district)).ok()) return s;
+  w_ytd.ytd += amount;
+  d_ytd.ytd += amount;
+  if (!(s = WriteRow(ctx, WarehouseYtdKey(w), w_ytd)).ok()) return s;
+  if (!(s = WriteRow(ctx, DistrictYtdKey(w, d), d_ytd)).ok()) return s;
 
   customer.balance -= amount;
   customer.ytd_payment += amount;
@@ -283,7 +291,7 @@ absl::Status Payment(TxnContext* ctx, std::string* result) {
   if (!(s = WriteRow(ctx, CustomerKey(c_w, c_d, c), customer)).ok()) return s;
 
   // HISTORY row at the district's next sequence number. HISTORY_SEQ is a
-  // covered read, possible only on the district's partition: when a remote
+  // read covered by DISTRICT_YTD, possible only on the district's partition: when a remote
   // customer's partition runs this txn, the read fails there with
   // FailedPrecondition (procedure.h) and the HISTORY writes, which that
   // partition would not apply anyway, are skipped. Neither the outcome nor
@@ -383,8 +391,8 @@ absl::Status Delivery(TxnContext* ctx, std::string* result) {
   tp::DeliveryResult r;
   for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
     if (by_district[d].empty()) continue;
-    DistrictRow district;
-    if (!(s = ReadRow(ctx, DistrictKey(w, d), &district)).ok()) return s;
+    DistrictNextRow district;
+    if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &district)).ok()) return s;
     absl::StatusOr<uint32_t> head = UndeliveredHead(ctx, w, d, district);
     if (!head.ok()) return head.status();
     tp::DeliveryPlan* done = r.add_delivered();
@@ -455,8 +463,8 @@ absl::Status StockLevel(TxnContext* ctx, std::string* result) {
   if (!ValidWarehouse(w) || !ValidDistrict(d))
     return absl::InvalidArgumentError(absl::StrCat("bad Stock-Level district ", w, "/", d));
 
-  DistrictRow district;
-  if (!(s = ReadRow(ctx, DistrictKey(w, d), &district)).ok()) return s;
+  DistrictNextRow district;
+  if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &district)).ok()) return s;
   // TPC-C does not require Stock-Level to be serializable: it must read
   // committed data no older than the txn's start (its reconnaissance). So
   // the window is the last 20 orders as of the reconnaissance
@@ -499,8 +507,8 @@ absl::Status ReconDelivery(TxnContext* ctx, std::string* result) {
   if (!ValidWarehouse(w)) return absl::InvalidArgumentError(absl::StrCat("bad warehouse ", w));
   tp::ReconDeliveryResult r;
   for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
-    DistrictRow district;
-    if (!(s = ReadRow(ctx, DistrictKey(w, d), &district)).ok()) return s;
+    DistrictNextRow district;
+    if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &district)).ok()) return s;
     absl::StatusOr<uint32_t> head = UndeliveredHead(ctx, w, d, district);
     if (!head.ok()) return head.status();
     if (*head == 0) {
@@ -528,8 +536,8 @@ absl::Status ReconStockLevel(TxnContext* ctx, std::string* result) {
   const uint32_t w = a.w_id(), d = a.d_id();
   if (!ValidWarehouse(w) || !ValidDistrict(d))
     return absl::InvalidArgumentError(absl::StrCat("bad district ", w, "/", d));
-  DistrictRow district;
-  if (!(s = ReadRow(ctx, DistrictKey(w, d), &district)).ok()) return s;
+  DistrictNextRow district;
+  if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &district)).ok()) return s;
   absl::StatusOr<std::vector<uint32_t>> items = RecentItems(ctx, w, d, district.next_o_id);
   if (!items.ok()) return items.status();
   tp::ReconStockLevelResult r;

@@ -4,22 +4,30 @@
 // Money is int64 cents; O_ENTRY_D, H_DATE and OL_DELIVERY_D are the txn id
 // (never the clock); nothing random happens inside a procedure.
 //
-// Read and write sets (what a client must declare; tpcc::Generator builds them):
-//   New-Order     read WAREHOUSE(w), CUSTOMER(w,d,c); read+write DISTRICT(w,d),
-//                 STOCK(supply_w, i) per line. Inserts ORDER, NEW_ORDER,
-//                 ORDER_LINE rows and updates CUSTOMER_LAST_ORDER under the
-//                 district's cover; reads ITEM (replicated). An unused item id
-//                 aborts with kRollback (the spec's 1% rollback): no write.
-//   Payment       read+write WAREHOUSE(w), DISTRICT(w,d), CUSTOMER(c_w,c_d,c).
-//                 Inserts HISTORY under the district's cover.
-//   Order-Status  read CUSTOMER(w,d,c), DISTRICT(w,d) (cover of the orders).
-//   Delivery      read+write DISTRICT(w,1..10) and CUSTOMER(w,d,c) of each
-//                 planned order (from ReconDelivery).
-//   Stock-Level   read DISTRICT(w,d) and STOCK(w,i) of the recon's items; the
-//                 window is the 20 orders before the recon's D_NEXT_O_ID
+// Read and write sets (what a client must declare; tpcc::Generator builds
+// them). WAREHOUSE and DISTRICT hold only static columns (schema.h), so
+// their read locks never wait; New-Order and Payment of one district share
+// no key that either writes.
+//   New-Order     read WAREHOUSE(w) (W_TAX), DISTRICT(w,d) (D_TAX),
+//                 CUSTOMER(w,d,c); read+write DISTRICT_NEXT(w,d)
+//                 (D_NEXT_O_ID), STOCK(supply_w, i) per line. Inserts ORDER,
+//                 NEW_ORDER, ORDER_LINE rows and updates CUSTOMER_LAST_ORDER
+//                 under DISTRICT_NEXT's cover; reads ITEM (replicated). An
+//                 unused item id aborts with kRollback (the spec's 1%
+//                 rollback): no write.
+//   Payment       read WAREHOUSE(w), DISTRICT(w,d) (names for H_DATA);
+//                 read+write WAREHOUSE_YTD(w), DISTRICT_YTD(w,d),
+//                 CUSTOMER(c_w,c_d,c). Inserts HISTORY and updates
+//                 HISTORY_SEQ under DISTRICT_YTD's cover.
+//   Order-Status  read CUSTOMER(w,d,c), DISTRICT_NEXT(w,d) (cover of the orders).
+//   Delivery      read+write DISTRICT_NEXT(w,1..10) and CUSTOMER(w,d,c) of
+//                 each planned order (from ReconDelivery).
+//   Stock-Level   read DISTRICT_NEXT(w,d) and STOCK(w,i) of the recon's items;
+//                 the window is the 20 orders before the recon's D_NEXT_O_ID
 //                 (Stock-Level need not be serializable, only read
 //                 committed data no older than its start).
-//   ReconDelivery read DISTRICT(w,1..10).  ReconStockLevel  read DISTRICT(w,d).
+//   ReconDelivery read DISTRICT_NEXT(w,1..10).
+//   ReconStockLevel read DISTRICT_NEXT(w,d).
 //
 // A dependent txn whose reconnaissance no longer holds aborts with an error
 // message starting with kOllpMismatch, on every participant alike; the

@@ -54,6 +54,8 @@ class TinyDb {
         {kOrderLine, sizeof(OrderLineRow)},   {kItem, sizeof(ItemRow)},
         {kStock, sizeof(StockRow)},           {kCustomerLastOrder, sizeof(OrderIdRow)},
         {kNewOrderHead, sizeof(OrderIdRow)},  {kHistorySeq, sizeof(SeqRow)},
+        {kWarehouseYtd, sizeof(WarehouseYtdRow)}, {kDistrictYtd, sizeof(DistrictYtdRow)},
+        {kDistrictNext, sizeof(DistrictNextRow)},
     };
     for (uint32_t p = 0; p < partitions; ++p) {
       stores_.push_back(std::make_unique<PartitionStore>());
@@ -92,26 +94,35 @@ class TinyDb {
     return row;
   }
 
+  // The bytes of k's record.
+  std::string Raw(Key k) const {
+    const PartitionStore& s = *stores_[partitioner_.PartitionOf(k)];
+    const Record* r = s.Get(k);
+    CHECK(r != nullptr) << "no record " << k;
+    return std::string(r->value(), s.GetTable(KeyTable(k))->value_size());
+  }
+
   std::vector<uint64_t> Digests() const {
     std::vector<uint64_t> d;
     for (const auto& s : stores_) d.push_back(s->Digest());
     return d;
   }
 
-  // A warehouse with its 10 districts (D_NEXT_O_ID 1, no orders).
+  // A warehouse with its 10 districts (W_YTD 300,000.00, D_YTD 30,000.00,
+  // D_NEXT_O_ID 1, no orders).
   void AddWarehouse(uint32_t w, int32_t w_tax, int32_t d_tax) {
     auto wh = Zeroed<WarehouseRow>();
     SetField(wh.name, absl::StrCat("WH", w));
     wh.tax = w_tax;
-    wh.ytd = 30000000;
     Put(WarehouseKey(w), wh);
+    Put(WarehouseYtdKey(w), WarehouseYtdRow{.ytd = 30000000});
     for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
       auto dist = Zeroed<DistrictRow>();
       SetField(dist.name, absl::StrCat("DIST", w, "-", d));
       dist.tax = d_tax;
-      dist.ytd = 3000000;
-      dist.next_o_id = 1;
       Put(DistrictKey(w, d), dist);
+      Put(DistrictYtdKey(w, d), DistrictYtdRow{.ytd = 3000000});
+      Put(DistrictNextKey(w, d), DistrictNextRow{.next_o_id = 1, .unused = 0});
       auto head = Zeroed<OrderIdRow>();
       head.o_id = 1;
       Put(NewOrderHeadKey(w, d), head);
@@ -186,8 +197,8 @@ pb::Txn NewOrderTxn(TinyDb* db, uint32_t w, uint32_t d, uint32_t c, const std::v
   a.set_w_id(w);
   a.set_d_id(d);
   a.set_c_id(c);
-  std::vector<Key> reads = {WarehouseKey(w), CustomerKey(w, d, c), DistrictKey(w, d)};
-  std::vector<Key> writes = {DistrictKey(w, d)};
+  std::vector<Key> reads = {WarehouseKey(w), DistrictKey(w, d), CustomerKey(w, d, c), DistrictNextKey(w, d)};
+  std::vector<Key> writes = {DistrictNextKey(w, d)};
   for (const Line& l : lines) {
     auto* in = a.add_lines();
     in->set_i_id(l.i);
@@ -209,8 +220,11 @@ pb::Txn PaymentTxn(TinyDb* db, uint32_t w, uint32_t d, uint32_t cw, uint32_t cd,
   a.set_c_d_id(cd);
   a.set_c_id(c);
   a.set_amount(amount);
-  std::vector<Key> keys = {WarehouseKey(w), DistrictKey(w, d), CustomerKey(cw, cd, c)};
-  return db->MakeTxn(kPaymentType, a, keys, keys);
+  const std::vector<Key> writes = {WarehouseYtdKey(w), DistrictYtdKey(w, d), CustomerKey(cw, cd, c)};
+  std::vector<Key> reads = writes;
+  reads.push_back(WarehouseKey(w));
+  reads.push_back(DistrictKey(w, d));
+  return db->MakeTxn(kPaymentType, a, reads, writes);
 }
 
 pb::Txn OrderStatusTxn(TinyDb* db, uint32_t w, uint32_t d, uint32_t c) {
@@ -218,14 +232,14 @@ pb::Txn OrderStatusTxn(TinyDb* db, uint32_t w, uint32_t d, uint32_t c) {
   a.set_w_id(w);
   a.set_d_id(d);
   a.set_c_id(c);
-  return db->MakeTxn(kOrderStatusType, a, {CustomerKey(w, d, c), DistrictKey(w, d)}, {});
+  return db->MakeTxn(kOrderStatusType, a, {CustomerKey(w, d, c), DistrictNextKey(w, d)}, {});
 }
 
 pb::Txn ReconDeliveryTxn(TinyDb* db, uint32_t w) {
   tp::ReconDeliveryArgs a;
   a.set_w_id(w);
   std::vector<Key> reads;
-  for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) reads.push_back(DistrictKey(w, d));
+  for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) reads.push_back(DistrictNextKey(w, d));
   return db->MakeTxn(kReconDeliveryType, a, reads, {});
 }
 
@@ -234,7 +248,7 @@ pb::Txn DeliveryTxn(TinyDb* db, uint32_t w, uint32_t carrier, const tp::ReconDel
   a.set_w_id(w);
   a.set_carrier_id(carrier);
   std::vector<Key> keys;
-  for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) keys.push_back(DistrictKey(w, d));
+  for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) keys.push_back(DistrictNextKey(w, d));
   for (const auto& p : recon.plans()) {
     *a.add_plans() = p;
     if (p.o_id() != 0) keys.push_back(CustomerKey(w, p.d_id(), p.c_id()));
@@ -246,7 +260,7 @@ pb::Txn ReconStockLevelTxn(TinyDb* db, uint32_t w, uint32_t d) {
   tp::ReconStockLevelArgs a;
   a.set_w_id(w);
   a.set_d_id(d);
-  return db->MakeTxn(kReconStockLevelType, a, {DistrictKey(w, d)}, {});
+  return db->MakeTxn(kReconStockLevelType, a, {DistrictNextKey(w, d)}, {});
 }
 
 pb::Txn StockLevelTxn(TinyDb* db, uint32_t w, uint32_t d, uint32_t threshold, const tp::ReconStockLevelResult& recon) {
@@ -255,7 +269,7 @@ pb::Txn StockLevelTxn(TinyDb* db, uint32_t w, uint32_t d, uint32_t threshold, co
   a.set_d_id(d);
   a.set_threshold(threshold);
   a.set_next_o_id(recon.next_o_id());
-  std::vector<Key> reads = {DistrictKey(w, d)};
+  std::vector<Key> reads = {DistrictNextKey(w, d)};
   for (uint32_t i : recon.i_ids()) reads.push_back(StockKey(w, i));
   return db->MakeTxn(kStockLevelType, a, reads, {});
 }
@@ -299,8 +313,8 @@ TEST_F(ProceduresTest, NewOrderUpdatesStockAndInsertsTheOrder) {
   const pb::Txn txn = NewOrderTxn(&db_, 1, 4, 1, {{1, 1, 5}, {2, 1, 8}, {3, 1, 2}});
   const auto r = Ok<tp::NewOrderResult>(db_.Run(txn));
   EXPECT_EQ(r.o_id(), 1u);
-  EXPECT_EQ(db_.Get<DistrictRow>(DistrictKey(1, 4)).next_o_id, 2);
-  EXPECT_EQ(db_.Get<DistrictRow>(DistrictKey(1, 5)).next_o_id, 1);
+  EXPECT_EQ(db_.Get<DistrictNextRow>(DistrictNextKey(1, 4)).next_o_id, 2);
+  EXPECT_EQ(db_.Get<DistrictNextRow>(DistrictNextKey(1, 5)).next_o_id, 1);
   EXPECT_EQ(r.c_last(), "BARBARBAR");
   EXPECT_EQ(r.c_credit(), "GC");
   EXPECT_EQ(r.c_discount(), 1000);
@@ -352,7 +366,7 @@ TEST_F(ProceduresTest, NewOrderUpdatesStockAndInsertsTheOrder) {
   const auto r2 = Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 4, 3, {{5, 1, 1}})));
   EXPECT_EQ(r2.o_id(), 2u);
   EXPECT_EQ(r2.total_amount(), 575);  // 500 * 1.0 * 1.15
-  EXPECT_EQ(db_.Get<DistrictRow>(DistrictKey(1, 4)).next_o_id, 3);
+  EXPECT_EQ(db_.Get<DistrictNextRow>(DistrictNextKey(1, 4)).next_o_id, 3);
 }
 
 TEST_F(ProceduresTest, NewOrderWithAnItemTwiceUpdatesItsStockTwice) {
@@ -371,7 +385,7 @@ TEST_F(ProceduresTest, RollbackOfAnUnusedItemChangesNothing) {
   EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
   EXPECT_TRUE(StartsWith(r.error(), kRollback)) << r.error();
   EXPECT_EQ(db_.Digests(), before);
-  EXPECT_EQ(db_.Get<DistrictRow>(DistrictKey(1, 1)).next_o_id, 1);
+  EXPECT_EQ(db_.Get<DistrictNextRow>(DistrictNextKey(1, 1)).next_o_id, 1);
 }
 
 TEST_F(ProceduresTest, UndeclaredKeysAreRefused) {
@@ -380,14 +394,14 @@ TEST_F(ProceduresTest, UndeclaredKeysAreRefused) {
   pb::TxnResult r = db_.Run(NewOrderTxn(&db_, 1, 1, 1, {{1, 1, 5}, {2, 1, 5}}, {StockKey(1, 2)}));
   EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
   EXPECT_TRUE(absl::StrContains(r.error(), "read set")) << r.error();
-  // DISTRICT only read: the order rows it covers cannot be written.
+  // DISTRICT_NEXT only read: the order rows it covers cannot be written.
   pb::Txn t = NewOrderTxn(&db_, 1, 1, 1, {{1, 1, 5}});
   t.clear_write_set();
   t.add_write_set(StockKey(1, 1));
   r = db_.Run(t);
   EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
   EXPECT_TRUE(absl::StrContains(r.error(), "write set")) << r.error();
-  // Order-Status without the district: its orders are not covered.
+  // Order-Status without DISTRICT_NEXT: its orders are not covered.
   t = OrderStatusTxn(&db_, 1, 1, 1);
   t.clear_read_set();
   t.add_read_set(CustomerKey(1, 1, 1));
@@ -402,9 +416,9 @@ TEST_F(ProceduresTest, PaymentUpdatesBalancesAndInsertsHistory) {
   EXPECT_EQ(r.c_balance(), -1000 - 12345);
   EXPECT_EQ(r.c_credit(), "GC");
   EXPECT_EQ(r.c_data(), "");
-  EXPECT_EQ(db_.Get<WarehouseRow>(WarehouseKey(1)).ytd, 30000000 + 12345);
-  EXPECT_EQ(db_.Get<DistrictRow>(DistrictKey(1, 3)).ytd, 3000000 + 12345);
-  EXPECT_EQ(db_.Get<DistrictRow>(DistrictKey(1, 4)).ytd, 3000000);
+  EXPECT_EQ(db_.Get<WarehouseYtdRow>(WarehouseYtdKey(1)).ytd, 30000000 + 12345);
+  EXPECT_EQ(db_.Get<DistrictYtdRow>(DistrictYtdKey(1, 3)).ytd, 3000000 + 12345);
+  EXPECT_EQ(db_.Get<DistrictYtdRow>(DistrictYtdKey(1, 4)).ytd, 3000000);
   const CustomerRow c = db_.Get<CustomerRow>(CustomerKey(1, 3, 1));
   EXPECT_EQ(c.balance, -1000 - 12345);
   EXPECT_EQ(c.ytd_payment, 1000 + 12345);
@@ -621,7 +635,7 @@ TEST_F(ProceduresTest, BadArgumentsAreRefused) {
   a.set_d_id(11);
   a.set_c_id(1);
   a.add_lines()->set_i_id(1);
-  pb::TxnResult r = db_.Run(db_.MakeTxn(kNewOrderType, a, {DistrictKey(1, 11)}, {DistrictKey(1, 11)}));
+  pb::TxnResult r = db_.Run(db_.MakeTxn(kNewOrderType, a, {DistrictNextKey(1, 11)}, {DistrictNextKey(1, 11)}));
   EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
   pb::Txn t = PaymentTxn(&db_, 1, 1, 1, 1, 1, 100);
   t.set_args("\xff\xff garbage");
@@ -633,6 +647,8 @@ TEST_F(ProceduresTest, BadArgumentsAreRefused) {
 // The engine's view of a txn at one executing partition (scheduler.cc's
 // ExecContext): declared reads from every partition (exchanged), covered
 // reads only from this partition, writes buffered and applied only here.
+// Records the locks the txn's accesses rely on: the key itself if declared,
+// else its cover.
 class PartitionContext final : public TxnContext {
  public:
   PartitionContext(const pb::Txn& txn, TinyDb* db, PartitionId self) : txn_(txn), db_(db), self_(self) {}
@@ -640,8 +656,12 @@ class PartitionContext final : public TxnContext {
 
   absl::StatusOr<std::string_view> Read(Key key) override {
     const auto& rs = txn_.read_set();
-    if (std::find(rs.begin(), rs.end(), key) != rs.end()) return Stored(db_->partitioner().PartitionOf(key), key);
+    if (std::find(rs.begin(), rs.end(), key) != rs.end()) {
+      locks_read_.insert(key);
+      return Stored(db_->partitioner().PartitionOf(key), key);
+    }
     if (Covered(key, false)) {
+      locks_read_.insert(Cover(key));
       auto it = writes_.find(key);
       if (it != writes_.end()) {
         if (!it->second.has_value()) return absl::NotFoundError("deleted");
@@ -655,14 +675,19 @@ class PartitionContext final : public TxnContext {
   }
   absl::Status Write(Key key, std::string_view value) override {
     if (!Declared(key) && !Covered(key, true)) return absl::InvalidArgumentError("not in the write set");
+    locks_written_.insert(Declared(key) ? key : Cover(key));
     writes_[key] = std::string(value);
     return absl::OkStatus();
   }
   absl::Status Delete(Key key) override {
     if (!Declared(key) && !Covered(key, true)) return absl::InvalidArgumentError("not in the write set");
+    locks_written_.insert(Declared(key) ? key : Cover(key));
     writes_[key] = std::nullopt;
     return absl::OkStatus();
   }
+  // The declared keys (or covers) read and written so far.
+  const std::set<Key>& locks_read() const { return locks_read_; }
+  const std::set<Key>& locks_written() const { return locks_written_; }
   absl::StatusOr<std::string_view> ReadReplicated(Key key) override { return Stored(self_, key); }
 
   void ApplyLocal() {
@@ -700,6 +725,7 @@ class PartitionContext final : public TxnContext {
   TinyDb* const db_;
   const PartitionId self_;
   std::map<Key, std::optional<std::string>> writes_;
+  std::set<Key> locks_read_, locks_written_;
 };
 
 // Runs txn on every writing partition of db; every run must return the same
@@ -729,6 +755,49 @@ pb::TxnResult RunLikeTheEngine(TinyDb* db, const pb::Txn& txn) {
   if (first.status() == pb::STATUS_OK)
     for (auto& c : contexts) c->ApplyLocal();
   return first;
+}
+
+// ---- Locks of New-Order and Payment (the vertical partitioning) ----
+
+// A New-Order and a Payment of the same district (different customers)
+// share no lock that either writes: declared keys, and what they actually
+// touch (the key or, for covered rows, its cover). Both read the static
+// WAREHOUSE and DISTRICT rows, which nothing writes.
+TEST(ProceduresLocks, NewOrderAndPaymentOfADistrictDoNotConflict) {
+  TinyDb db(1);
+  FillItems(&db);
+  FillOneWarehouse(&db, 1);
+  const pb::Txn no = NewOrderTxn(&db, 1, 4, 1, {{1, 1, 5}, {3, 1, 2}, {3, 1, 1}});
+  const pb::Txn pay = PaymentTxn(&db, 1, 4, 1, 4, 2, 500);
+  auto set_of = [](const google::protobuf::RepeatedField<uint64_t>& f) { return std::set<Key>(f.begin(), f.end()); };
+  // Keys of `writes` in `reads` or `writes2`.
+  auto clash = [](const std::set<Key>& writes, const std::set<Key>& reads, const std::set<Key>& writes2) {
+    std::vector<Key> keys;
+    for (Key k : writes)
+      if (reads.count(k) || writes2.count(k)) keys.push_back(k);
+    return keys;
+  };
+  const std::set<Key> no_r = set_of(no.read_set()), no_w = set_of(no.write_set());
+  const std::set<Key> pay_r = set_of(pay.read_set()), pay_w = set_of(pay.write_set());
+  EXPECT_TRUE(clash(no_w, pay_r, pay_w).empty());
+  EXPECT_TRUE(clash(pay_w, no_r, no_w).empty());
+
+  PartitionContext no_ctx(no, &db, 0), pay_ctx(pay, &db, 0);
+  std::string result;
+  ASSERT_TRUE(NewOrder(&no_ctx, &result).ok());
+  ASSERT_TRUE(Payment(&pay_ctx, &result).ok());
+  EXPECT_TRUE(clash(no_ctx.locks_written(), pay_ctx.locks_read(), pay_ctx.locks_written()).empty());
+  EXPECT_TRUE(clash(pay_ctx.locks_written(), no_ctx.locks_read(), no_ctx.locks_written()).empty());
+  // The order rows ride on DISTRICT_NEXT, the HISTORY rows on DISTRICT_YTD.
+  EXPECT_TRUE(no_ctx.locks_written().count(DistrictNextKey(1, 4)));
+  EXPECT_TRUE(pay_ctx.locks_written().count(DistrictYtdKey(1, 4)));
+  EXPECT_TRUE(pay_ctx.locks_written().count(WarehouseYtdKey(1)));
+  for (Key k : {WarehouseKey(1), DistrictKey(1, 4)}) {
+    EXPECT_TRUE(no_ctx.locks_read().count(k)) << k;
+    EXPECT_TRUE(pay_ctx.locks_read().count(k)) << k;
+    EXPECT_FALSE(no_ctx.locks_written().count(k)) << k;
+    EXPECT_FALSE(pay_ctx.locks_written().count(k)) << k;
+  }
 }
 
 // Warehouses 1 and 2 on partitions 0 and 1.
@@ -773,13 +842,13 @@ TEST(ProceduresMultiPartition, RemoteNewOrderAndPaymentMatchTheSerialExecutor) {
   EXPECT_EQ(serial.Get<OrderLineRow>(OrderLineKey(1, 3, 1, 2)).supply_w_id, 2);
   EXPECT_EQ(std::string(GetField(serial.Get<OrderLineRow>(OrderLineKey(1, 3, 1, 2)).dist_info)),
             TinyDb::DistInfo(2, 2, 3));
-  EXPECT_EQ(serial.Get<DistrictRow>(DistrictKey(2, 3)).next_o_id, 2);  // one commit, one rollback
+  EXPECT_EQ(serial.Get<DistrictNextRow>(DistrictNextKey(2, 3)).next_o_id, 2);  // one commit, one rollback
   // Payment by warehouse 1 of customer (2, 6, 2): the money goes to warehouse 1 and
   // district (1, 4), the HISTORY row to district (1, 4).
   EXPECT_EQ(serial.Get<CustomerRow>(CustomerKey(2, 6, 2)).balance, -1000 - 777);
   EXPECT_TRUE(StartsWith(GetField(serial.Get<CustomerRow>(CustomerKey(2, 6, 2)).data), "2 6 2 4 1 7.77 |"));
-  EXPECT_EQ(serial.Get<DistrictRow>(DistrictKey(1, 4)).ytd, 3000000 + 777);
-  EXPECT_EQ(serial.Get<WarehouseRow>(WarehouseKey(1)).ytd, 30000000 + 777);
+  EXPECT_EQ(serial.Get<DistrictYtdRow>(DistrictYtdKey(1, 4)).ytd, 3000000 + 777);
+  EXPECT_EQ(serial.Get<WarehouseYtdRow>(WarehouseYtdKey(1)).ytd, 30000000 + 777);
   const HistoryRow h = serial.Get<HistoryRow>(HistoryKey(1, 4, 0));
   EXPECT_EQ(h.c_w_id, 2);
   EXPECT_EQ(h.c_d_id, 6);
@@ -787,7 +856,7 @@ TEST(ProceduresMultiPartition, RemoteNewOrderAndPaymentMatchTheSerialExecutor) {
   EXPECT_EQ(h.amount, 777);
   EXPECT_EQ(serial.Get<SeqRow>(HistorySeqKey(1, 4)).next, 1u);
   EXPECT_EQ(serial.Get<SeqRow>(HistorySeqKey(2, 6)).next, 0u);
-  EXPECT_EQ(serial.Get<WarehouseRow>(WarehouseKey(2)).ytd, 30000000 + 1500);
+  EXPECT_EQ(serial.Get<WarehouseYtdRow>(WarehouseYtdKey(2)).ytd, 30000000 + 1500);
   EXPECT_EQ(serial.Get<CustomerRow>(CustomerKey(1, 1, 3)).ytd_payment, 1000 + 1500);
 }
 
@@ -827,6 +896,12 @@ TEST(ProceduresWithGenerator, GeneratedTxnsCommitExceptRollbacks) {
   o.seed = 77;
   o.remote_line = 0.1;  // more multi-partition txns than the spec's
   Generator gen(o);
+  // The static WAREHOUSE and DISTRICT rows, which no txn may change.
+  std::map<Key, std::string> static_rows;
+  for (uint32_t w = 1; w <= scale.warehouses; ++w) {
+    static_rows[WarehouseKey(w)] = db.Raw(WarehouseKey(w));
+    for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) static_rows[DistrictKey(w, d)] = db.Raw(DistrictKey(w, d));
+  }
 
   std::map<TxnKind, int> committed;
   int rollbacks = 0, new_orders = 0, delivered = 0;
@@ -875,11 +950,11 @@ TEST(ProceduresWithGenerator, GeneratedTxnsCommitExceptRollbacks) {
   int orders = 0;
   int64_t w_ytd = 0, d_ytd = 0;
   for (uint32_t w = 1; w <= scale.warehouses; ++w) {
-    w_ytd += db.Get<WarehouseRow>(WarehouseKey(w)).ytd - 30000000;
+    w_ytd += db.Get<WarehouseYtdRow>(WarehouseYtdKey(w)).ytd - 30000000;
     for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
-      const DistrictRow dist = db.Get<DistrictRow>(DistrictKey(w, d));
+      const DistrictNextRow dist = db.Get<DistrictNextRow>(DistrictNextKey(w, d));
       orders += dist.next_o_id - 1;
-      d_ytd += dist.ytd - 3000000;
+      d_ytd += db.Get<DistrictYtdRow>(DistrictYtdKey(w, d)).ytd - 3000000;
       const int32_t head = db.Get<OrderIdRow>(NewOrderHeadKey(w, d)).o_id;
       for (int32_t o = 1; o < dist.next_o_id; ++o)
         EXPECT_EQ(db.Has(NewOrderKey(w, d, static_cast<uint32_t>(o))), o >= head) << w << "/" << d << "/" << o;
@@ -888,6 +963,7 @@ TEST(ProceduresWithGenerator, GeneratedTxnsCommitExceptRollbacks) {
   EXPECT_EQ(orders, new_orders);
   EXPECT_EQ(w_ytd, paid);
   EXPECT_EQ(d_ytd, paid);
+  for (const auto& [key, bytes] : static_rows) EXPECT_EQ(db.Raw(key), bytes) << "static row " << key << " changed";
 }
 
 }  // namespace

@@ -8,11 +8,12 @@ Key Cover(Key k) {
     case kOrder:
     case kNewOrder:
     case kOrderLine:
-    case kHistory:
     case kCustomerLastOrder:
     case kNewOrderHead:
+      return DistrictNextKey(WarehouseOf(k), DistrictOf(k));
+    case kHistory:
     case kHistorySeq:
-      return DistrictKey(WarehouseOf(k), DistrictOf(k));
+      return DistrictYtdKey(WarehouseOf(k), DistrictOf(k));
     default:
       return k;
   }

@@ -4,29 +4,40 @@
 // derived from txn ids), the key encoding, the partitioning by warehouse
 // and the key cover that lets a district's lock cover its orders.
 //
+// WAREHOUSE and DISTRICT are partitioned vertically (clause 1.6): their
+// rows keep only the columns no txn updates (names, addresses, W_TAX,
+// D_TAX); W_YTD lives in WAREHOUSE_YTD, D_YTD in DISTRICT_YTD and
+// D_NEXT_O_ID in DISTRICT_NEXT, so that New-Order (D_NEXT_O_ID) and Payment
+// (W_YTD, D_YTD) lock disjoint keys.
+//
 // Keys: MakeKey(table, row), row = warehouse << 40 | rest (warehouse in
 // 1..65535), so that the warehouse, and with it the partition, of every key
 // but ITEM's is in the key:
-//   WAREHOUSE            w << 40
-//   DISTRICT             w << 40 | d
+//   WAREHOUSE            w << 40                      (static columns)
+//   WAREHOUSE_YTD        w << 40                      -> W_YTD
+//   DISTRICT             w << 40 | d                  (static columns)
+//   DISTRICT_YTD         w << 40 | d                  -> D_YTD
+//   DISTRICT_NEXT        w << 40 | d                  -> D_NEXT_O_ID
 //   CUSTOMER             w << 40 | d << 32 | c
 //   HISTORY              w << 40 | d << 32 | seq     (w, d: the paying district; seq per district)
 //   NEW_ORDER, ORDER     w << 40 | d << 32 | o
 //   ORDER_LINE           w << 40 | d << 32 | o << 4 | ol   (ol in 1..15)
 //   ITEM                 i                            (replicated on every partition)
 //   STOCK                w << 40 | i
-// Three index tables, maintained by the txns under the district's lock:
+// Three index tables, maintained by the txns under a district-level lock:
 //   CUSTOMER_LAST_ORDER  w << 40 | d << 32 | c  -> the customer's latest o_id
 //   NEW_ORDER_HEAD       w << 40 | d            -> the district's oldest undelivered o_id
 //   HISTORY_SEQ          w << 40 | d            -> the district's next history seq
 //
-// Locking: the lock of DISTRICT(w, d) covers (scheduler/procedure.h,
-// KeyCover) every ORDER, NEW_ORDER, ORDER_LINE, HISTORY, CUSTOMER_LAST_ORDER,
-// NEW_ORDER_HEAD and HISTORY_SEQ row of that district. Order ids are only
-// known inside New-Order (D_NEXT_O_ID), so inserts cannot be declared key by
-// key; every txn touching those rows declares the district key instead:
-// New-Order, Payment and Delivery write it, Order-Status and Stock-Level
-// read it.
+// Locking: WAREHOUSE and DISTRICT rows are never written after loading, so
+// read locks on them never wait. The lock of DISTRICT_NEXT(w, d) covers
+// (scheduler/procedure.h, KeyCover) every ORDER, NEW_ORDER, ORDER_LINE,
+// CUSTOMER_LAST_ORDER and NEW_ORDER_HEAD row of that district; the lock of
+// DISTRICT_YTD(w, d) covers its HISTORY and HISTORY_SEQ rows. Order ids are
+// only known inside New-Order (D_NEXT_O_ID), so inserts cannot be declared
+// key by key; every txn touching those rows declares the cover instead:
+// New-Order and Delivery write DISTRICT_NEXT, Order-Status and Stock-Level
+// read it; Payment writes DISTRICT_YTD. DISTRICT covers nothing.
 //
 // Thread-safety: constants and pure functions.
 #ifndef DETDB_BENCH_TPCC_SCHEMA_H_
@@ -46,7 +57,10 @@ namespace tpcc {
 // Table ids.
 inline constexpr uint32_t kWarehouse = 10, kDistrict = 11, kCustomer = 12, kHistory = 13, kNewOrder = 14,
                           kOrder = 15, kOrderLine = 16, kItem = 17, kStock = 18, kCustomerLastOrder = 19,
-                          kNewOrderHead = 20, kHistorySeq = 21;
+                          kNewOrderHead = 20, kHistorySeq = 21, kWarehouseYtd = 22, kDistrictYtd = 23,
+                          kDistrictNext = 24;
+// The first and last TPC-C table ids.
+inline constexpr uint32_t kFirstTable = kWarehouse, kLastTable = kDistrictNext;
 
 inline constexpr uint32_t kDistrictsPerWarehouse = 10;
 inline constexpr uint32_t kMaxOrderLines = 15;
@@ -54,17 +68,29 @@ inline constexpr uint32_t kMaxWarehouses = 65535;
 
 // ---- Rows (clause 1.3). All POD, copied with memcpy. ----
 
+// WAREHOUSE and DISTRICT: the static columns only (never written after
+// loading); the updated ones are in the rows below.
 struct WarehouseRow {
   char name[10], street_1[20], street_2[20], city[20], state[2], zip[9];
   int32_t tax;   // W_TAX, ten-thousandths (0.1000 = 1000)
-  int64_t ytd;   // W_YTD, cents
+};
+
+struct WarehouseYtdRow {  // WAREHOUSE_YTD
+  int64_t ytd;            // W_YTD, cents
 };
 
 struct DistrictRow {
   char name[10], street_1[20], street_2[20], city[20], state[2], zip[9];
   int32_t tax;          // D_TAX, ten-thousandths
-  int64_t ytd;          // D_YTD, cents
-  int32_t next_o_id;    // D_NEXT_O_ID
+};
+
+struct DistrictYtdRow {   // DISTRICT_YTD
+  int64_t ytd;            // D_YTD, cents
+};
+
+struct DistrictNextRow {  // DISTRICT_NEXT
+  int32_t next_o_id;      // D_NEXT_O_ID
+  int32_t unused;
 };
 
 struct CustomerRow {
@@ -135,7 +161,10 @@ inline constexpr uint64_t W(uint32_t w) { return static_cast<uint64_t>(w) << 40;
 inline constexpr uint64_t D(uint32_t d) { return static_cast<uint64_t>(d) << 32; }
 
 inline constexpr Key WarehouseKey(uint32_t w) { return MakeKey(kWarehouse, W(w)); }
+inline constexpr Key WarehouseYtdKey(uint32_t w) { return MakeKey(kWarehouseYtd, W(w)); }
 inline constexpr Key DistrictKey(uint32_t w, uint32_t d) { return MakeKey(kDistrict, W(w) | d); }
+inline constexpr Key DistrictYtdKey(uint32_t w, uint32_t d) { return MakeKey(kDistrictYtd, W(w) | d); }
+inline constexpr Key DistrictNextKey(uint32_t w, uint32_t d) { return MakeKey(kDistrictNext, W(w) | d); }
 inline constexpr Key CustomerKey(uint32_t w, uint32_t d, uint32_t c) { return MakeKey(kCustomer, W(w) | D(d) | c); }
 inline constexpr Key HistoryKey(uint32_t w, uint32_t d, uint64_t seq) {
   return MakeKey(kHistory, W(w) | D(d) | (seq & 0xFFFFFFFFu));
@@ -155,15 +184,23 @@ inline constexpr Key HistorySeqKey(uint32_t w, uint32_t d) { return MakeKey(kHis
 
 // The warehouse of any key but ITEM's.
 inline constexpr uint32_t WarehouseOf(Key k) { return static_cast<uint32_t>(KeyRow(k) >> 40) & 0xFFFF; }
-// The district of a district-level key (DISTRICT, NEW_ORDER_HEAD, HISTORY_SEQ)
-// or a row below a district (CUSTOMER, HISTORY, ORDER, ...).
+// True for the tables keyed w << 40 | d (one row per district).
+inline constexpr bool IsDistrictLevel(uint32_t table) {
+  return table == kDistrict || table == kDistrictYtd || table == kDistrictNext || table == kNewOrderHead ||
+         table == kHistorySeq;
+}
+// The district of a district-level key (DISTRICT, DISTRICT_YTD,
+// DISTRICT_NEXT, NEW_ORDER_HEAD, HISTORY_SEQ) or a row below a district
+// (CUSTOMER, HISTORY, ORDER, ...).
 inline constexpr uint32_t DistrictOf(Key k) {
-  const uint32_t t = KeyTable(k);
-  return t == kDistrict || t == kNewOrderHead || t == kHistorySeq ? static_cast<uint32_t>(KeyRow(k) & 0xFF)
-                                                                   : static_cast<uint32_t>(KeyRow(k) >> 32) & 0xFF;
+  return IsDistrictLevel(KeyTable(k)) ? static_cast<uint32_t>(KeyRow(k) & 0xFF)
+                                      : static_cast<uint32_t>(KeyRow(k) >> 32) & 0xFF;
 }
 
-// KeyCover: DISTRICT(w, d) covers the order-side rows of (w, d).
+// KeyCover: DISTRICT_NEXT(w, d) covers the order-side rows of (w, d)
+// (ORDER, NEW_ORDER, ORDER_LINE, CUSTOMER_LAST_ORDER, NEW_ORDER_HEAD),
+// DISTRICT_YTD(w, d) its HISTORY and HISTORY_SEQ rows; every other key
+// covers only itself.
 Key Cover(Key k);
 
 // Warehouse w lives on partition (w - 1) % n; ITEM keys (replicated, never
