@@ -127,11 +127,14 @@ TEST_P(EngineClusterTest, EveryNodeEqualsTheSerialReplayOfTheMergedOrder) {
   const size_t half = static_cast<size_t>(n) / 2 / 25 * 25;
   submit(0, half, false);
   while (nodes[0]->open_epoch() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const uint64_t boundary = nodes[0]->open_epoch() + 4;
+  // Well ahead (100 ms): the snapshot threads must ask before any partition
+  // reaches it, also on a loaded machine under the sanitizers.
+  const uint64_t boundary = nodes[0]->open_epoch() + 200;
   std::vector<absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>>> snaps(kNodes);
   std::vector<std::thread> snappers;
   for (uint32_t c = 0; c < kNodes; ++c)
     snappers.emplace_back([&, c] { snaps[c] = nodes[c]->SnapshotDigests(boundary, std::chrono::seconds(60)); });
+  while (nodes[0]->open_epoch() + 2 < boundary) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   submit(half, static_cast<size_t>(n), true);
   for (std::thread& t : snappers) t.join();
   for (const auto& s : snaps) ASSERT_TRUE(s.ok()) << s.status();
