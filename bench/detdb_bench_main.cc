@@ -102,6 +102,20 @@ void PrintClusterJson(const MicroClusterResult& r) {
   fflush(stdout);
 }
 
+// The microbenchmark's workload flags (partitions and records are set by
+// the caller: in a cluster they come from the nodes).
+MicroOptions MicroWorkloadFromFlags() {
+  MicroOptions w;
+  w.contention = FLAGS_contention;
+  w.keys_per_txn = FLAGS_keys_per_txn;
+  w.write_fraction = FLAGS_write_fraction;
+  w.compute_us = FLAGS_compute_us;
+  w.depth = FLAGS_depth;
+  w.multipartition = FLAGS_multipartition;
+  w.seed = FLAGS_seed;
+  return w;
+}
+
 int MicroCluster() {
   if (FLAGS_compare) {
     fprintf(stderr, "detdb-bench: --compare runs in one process; a cluster's lock manager is chosen when its "
@@ -115,13 +129,7 @@ int MicroCluster() {
   }
   MicroClusterOptions o;
   o.config = *config;
-  o.workload.contention = FLAGS_contention;
-  o.workload.keys_per_txn = FLAGS_keys_per_txn;
-  o.workload.write_fraction = FLAGS_write_fraction;
-  o.workload.compute_us = FLAGS_compute_us;
-  o.workload.depth = FLAGS_depth;
-  o.workload.multipartition = FLAGS_multipartition;
-  o.workload.seed = FLAGS_seed;
+  o.workload = MicroWorkloadFromFlags();
   o.clients = FLAGS_clients;
   o.outstanding = FLAGS_outstanding;
   o.txns = FLAGS_txns;
@@ -162,15 +170,9 @@ int MicroCluster() {
 int Micro() {
   if (!FLAGS_cluster.empty()) return MicroCluster();
   MicroRunOptions o;
+  o.workload = MicroWorkloadFromFlags();
   o.workload.partitions = FLAGS_partitions;
   o.workload.records_per_partition = FLAGS_records;
-  o.workload.contention = FLAGS_contention;
-  o.workload.keys_per_txn = FLAGS_keys_per_txn;
-  o.workload.write_fraction = FLAGS_write_fraction;
-  o.workload.compute_us = FLAGS_compute_us;
-  o.workload.depth = FLAGS_depth;
-  o.workload.multipartition = FLAGS_multipartition;
-  o.workload.seed = FLAGS_seed;
   o.workers = FLAGS_workers;
   o.epoch_us = FLAGS_epoch_us;
   o.lock.max_active = FLAGS_max_active;
@@ -180,17 +182,12 @@ int Micro() {
   o.duration_s = FLAGS_duration;
   o.outstanding = FLAGS_outstanding;
 
-  std::vector<std::string> names;
-  if (FLAGS_compare) {
-    names = LockManagerNames();
-  } else {
-    auto parsed = ParseLockManagerList(FLAGS_lock_manager);
-    if (!parsed.ok()) {
-      fprintf(stderr, "detdb-bench: %s\n", std::string(parsed.status().message()).c_str());
-      return 2;
-    }
-    names = *parsed;
+  auto parsed = ParseLockManagerList(FLAGS_compare ? "all" : FLAGS_lock_manager);
+  if (!parsed.ok()) {
+    fprintf(stderr, "detdb-bench: %s\n", std::string(parsed.status().message()).c_str());
+    return 2;
   }
+  const std::vector<std::string> names = *parsed;
   if (!FLAGS_json) {
     printf("detdb-bench micro: %u partition(s) x %lu records, 1 lock thread + %u worker(s) each; "
            "%u keys/txn, contention %g, write fraction %g",

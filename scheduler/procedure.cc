@@ -1,6 +1,7 @@
 #include "scheduler/procedure.h"
 
 #include "absl/strings/str_cat.h"
+#include "storage/table.h"
 
 namespace detdb {
 
@@ -12,6 +13,14 @@ absl::Status ProcedureRegistry::Register(uint32_t type, std::string name, Proced
                                                    procs_[type].name));
   if (type >= procs_.size()) procs_.resize(type + 1);
   procs_[type] = Entry{std::move(name), proc};
+  return absl::OkStatus();
+}
+
+absl::Status CheckWriteTarget(const Table* table, Key key, const std::string_view* value) {
+  if (table == nullptr) return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
+  if (value != nullptr && value->size() != table->value_size())
+    return absl::InvalidArgumentError(absl::StrCat("value of ", value->size(), " bytes for table ", KeyTable(key),
+                                                   " of ", table->value_size()));
   return absl::OkStatus();
 }
 

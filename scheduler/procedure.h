@@ -62,6 +62,13 @@ class TxnContext {
 // touching a covered key must lock its cover.
 using KeyCover = Key (*)(Key key);
 
+class Table;
+
+// For TxnContext implementations: Write's and Delete's check of the target
+// table (value == nullptr for a Delete). InvalidArgument if table is null
+// (no table KeyTable(key)) or the value has another size than its records.
+absl::Status CheckWriteTarget(const Table* table, Key key, const std::string_view* value);
+
 // result: what the client receives on commit.
 using Procedure = absl::Status (*)(TxnContext* ctx, std::string* result);
 

@@ -95,12 +95,8 @@ class Scheduler::ExecContext final : public TxnContext {
 
   absl::Status Write(Key key, std::string_view value) override {
     absl::Status s = CheckWrite(key);
+    if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, &value);
     if (!s.ok()) return s;
-    const Table* table = store_->GetTable(KeyTable(key));
-    if (table == nullptr) return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
-    if (value.size() != table->value_size())
-      return absl::InvalidArgumentError(absl::StrCat("value of ", value.size(), " bytes for table ",
-                                                     KeyTable(key), " of ", table->value_size()));
     BufferedWrite& w = Buffer(key);
     w.value.assign(value.data(), value.size());
     w.erase = false;
@@ -109,9 +105,8 @@ class Scheduler::ExecContext final : public TxnContext {
 
   absl::Status Delete(Key key) override {
     absl::Status s = CheckWrite(key);
+    if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, nullptr);
     if (!s.ok()) return s;
-    if (store_->GetTable(KeyTable(key)) == nullptr)
-      return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
     BufferedWrite& w = Buffer(key);
     w.value.clear();
     w.erase = true;

@@ -40,12 +40,8 @@ class SerialContext final : public TxnContext {
 
   absl::Status Write(Key key, std::string_view value) override {
     absl::Status s = CheckWrite(key);
+    if (s.ok()) s = CheckWriteTarget(stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)), key, &value);
     if (!s.ok()) return s;
-    const Table* table = stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key));
-    if (table == nullptr) return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
-    if (value.size() != table->value_size())
-      return absl::InvalidArgumentError(absl::StrCat("value of ", value.size(), " bytes for table ",
-                                                     KeyTable(key), " of ", table->value_size()));
     BufferedWrite& w = Buffer(key);
     w.value.assign(value.data(), value.size());
     w.erase = false;
@@ -54,9 +50,8 @@ class SerialContext final : public TxnContext {
 
   absl::Status Delete(Key key) override {
     absl::Status s = CheckWrite(key);
+    if (s.ok()) s = CheckWriteTarget(stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)), key, nullptr);
     if (!s.ok()) return s;
-    if (stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)) == nullptr)
-      return absl::InvalidArgumentError(absl::StrCat("no table ", KeyTable(key)));
     BufferedWrite& w = Buffer(key);
     w.value.clear();
     w.erase = true;

@@ -134,16 +134,22 @@ void LoadStock(const Tables& t, uint64_t seed, const Scale& scale, uint32_t w) {
 // conditions 1, 8 and 9 hold at every scale.
 int64_t InitialDistrictYtd(const Scale& scale) { return kHistoryAmount * scale.customers_per_district; }
 
+// The static columns WAREHOUSE and DISTRICT share (clause 4.3.3.1).
+template <typename Row>
+void FillNameAddressTax(Rng* r, Row* row) {
+  SetField(row->name, r->AString(6, 10));
+  SetField(row->street_1, r->AString(10, 20));
+  SetField(row->street_2, r->AString(10, 20));
+  SetField(row->city, r->AString(10, 20));
+  SetField(row->state, r->AString(2, 2));
+  SetField(row->zip, Zip(*r));
+  row->tax = static_cast<int32_t>(r->Uniform(0, kMaxTax));
+}
+
 void LoadWarehouse(const Tables& t, uint64_t seed, const Scale& scale, uint32_t w) {
   Rng r = RngFor(seed, kWarehouse, w, 0);
   WarehouseRow row{};
-  SetField(row.name, r.AString(6, 10));
-  SetField(row.street_1, r.AString(10, 20));
-  SetField(row.street_2, r.AString(10, 20));
-  SetField(row.city, r.AString(10, 20));
-  SetField(row.state, r.AString(2, 2));
-  SetField(row.zip, Zip(r));
-  row.tax = static_cast<int32_t>(r.Uniform(0, kMaxTax));
+  FillNameAddressTax(&r, &row);
   Put(t.warehouse, WarehouseKey(w), row);
   const WarehouseYtdRow ytd{.ytd = InitialDistrictYtd(scale) * kDistrictsPerWarehouse};
   Put(t.warehouse_ytd, WarehouseYtdKey(w), ytd);
@@ -152,13 +158,7 @@ void LoadWarehouse(const Tables& t, uint64_t seed, const Scale& scale, uint32_t 
 void LoadDistrict(const Tables& t, uint64_t seed, const Scale& scale, uint32_t w, uint32_t d) {
   Rng r = RngFor(seed, kDistrict, w, d);
   DistrictRow row{};
-  SetField(row.name, r.AString(6, 10));
-  SetField(row.street_1, r.AString(10, 20));
-  SetField(row.street_2, r.AString(10, 20));
-  SetField(row.city, r.AString(10, 20));
-  SetField(row.state, r.AString(2, 2));
-  SetField(row.zip, Zip(r));
-  row.tax = static_cast<int32_t>(r.Uniform(0, kMaxTax));
+  FillNameAddressTax(&r, &row);
   Put(t.district, DistrictKey(w, d), row);
   const DistrictYtdRow ytd{.ytd = InitialDistrictYtd(scale)};
   Put(t.district_ytd, DistrictYtdKey(w, d), ytd);

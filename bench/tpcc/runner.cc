@@ -245,6 +245,19 @@ class Driver {
   std::array<LatencyHistogram, kNumKinds> hist_;
 };
 
+// The client's input generation for a run (scale and load seed as the
+// database was loaded).
+GeneratorOptions GeneratorOptionsFor(const TpccRunOptions& o) {
+  GeneratorOptions g;
+  g.scale = o.scale;
+  g.load_seed = o.load_seed;
+  g.seed = o.seed;
+  g.mix = o.mix;
+  g.remote_line = o.remote_line;
+  g.remote_payment = o.remote_payment;
+  return g;
+}
+
 void Finish(TpccRunResult* r) {
   uint64_t dependent_done = 0, restarts = 0;
   for (int k = 0; k < kNumKinds; ++k) {
@@ -282,13 +295,7 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   backend.Attach(engine->get());
   s = (*engine)->Start();
   if (!s.ok()) return s;
-  GeneratorOptions g;
-  g.scale = o.scale;
-  g.load_seed = o.load_seed;
-  g.seed = o.seed;
-  g.mix = o.mix;
-  g.remote_line = o.remote_line;
-  g.remote_payment = o.remote_payment;
+  const GeneratorOptions g = GeneratorOptionsFor(o);
   TpccRunResult r;
   r.lock_manager = o.lock_manager;
   r.warehouses = o.scale.warehouses;
@@ -342,13 +349,7 @@ absl::StatusOr<TpccRunResult> RunOnCluster(const TpccRunOptions& o) {
   auto conn = ClusterClient::Connect(*o.cluster);
   if (!conn.ok()) return conn.status();
   ClusterBackend backend(std::move(*conn), i0.num_partitions());
-  GeneratorOptions g;
-  g.scale = opts.scale;
-  g.load_seed = opts.load_seed;
-  g.seed = o.seed;
-  g.mix = o.mix;
-  g.remote_line = o.remote_line;
-  g.remote_payment = o.remote_payment;
+  const GeneratorOptions g = GeneratorOptionsFor(opts);
   Driver driver(opts, g, &backend);
   s = driver.Run(&r);
   if (!s.ok()) return s;

@@ -120,10 +120,8 @@ int TpccCommand() {
     }
     o.cluster = *config;
     names = {"(cluster)"};
-  } else if (FLAGS_compare) {
-    names = LockManagerNames();
   } else {
-    auto parsed = ParseLockManagerList(FLAGS_lock_manager);
+    auto parsed = ParseLockManagerList(FLAGS_compare ? "all" : FLAGS_lock_manager);
     if (!parsed.ok()) {
       fprintf(stderr, "detdb-bench: %s\n", std::string(parsed.status().message()).c_str());
       return 2;
