@@ -410,7 +410,7 @@ TEST(ClusterBadInput, RefusedCountedNotSequencedAndOthersServed) {
 TEST(ClusterFault, KilledNodeStallsTheOthersWithoutCrashingOrSkipping) {
   TestClusterOptions o;
   o.nodes = 3;
-  o.flags = {absl::StrCat("--micro_records=", kRecords)};
+  o.flags = {absl::StrCat("--micro_records=", kRecords), "--drain_timeout_s=1"};  // stuck txns: do not wait long
   TestCluster cluster(o);
   ASSERT_TRUE(cluster.Start().ok()) << cluster.Logs();
   auto cc = ClusterClient::Connect(cluster.config());

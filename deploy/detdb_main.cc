@@ -36,6 +36,7 @@ DEFINE_bool(tpcc_small, false, "tpcc: the shrunk scale (10% of items, customers 
 DEFINE_uint64(tpcc_load_seed, 1, "tpcc: seed of the loaded data (every node must use the same)");
 DEFINE_bool(record_history, false, "Keep every batch this node's sequencer made (tests replay them)");
 DEFINE_uint64(max_request_bytes, 16u << 20, "Client frames above this size are refused before parsing");
+DEFINE_uint32(drain_timeout_s, 5, "On SIGTERM, wait this long for txns in flight (a dead peer keeps them)");
 DEFINE_uint32(handshake_timeout_s, 600, "Give up if the other nodes are not all up by then");
 
 int main(int argc, char** argv) {
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
   (*node)->CancelStart();
   starter.join();
   LOG(INFO) << "node " << FLAGS_node_id << ": signal " << sig << ", stopping";
-  absl::Status s = (*node)->Stop();
+  absl::Status s = (*node)->Stop(std::chrono::seconds(FLAGS_drain_timeout_s));
   if (!s.ok()) LOG(WARNING) << "stop: " << s;
   LOG(INFO) << "node " << FLAGS_node_id << " stopped";
   return started.ok() || absl::IsCancelled(started) ? 0 : 1;

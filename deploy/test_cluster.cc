@@ -128,7 +128,9 @@ void TestCluster::Kill(uint32_t node, int signal) {
 absl::Status TestCluster::Stop() {
   for (uint32_t i = 0; i < options_.nodes; ++i)
     if (pids_[i] > 0) kill(pids_[i], SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  // Generous: a node drains for up to its --drain_timeout_s, and the
+  // sanitizers slow everything down.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   for (;;) {
     bool any = false;
     for (uint32_t i = 0; i < options_.nodes; ++i) any |= Running(i);

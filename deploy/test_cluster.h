@@ -33,7 +33,7 @@ class TestCluster {
 
   // Starts every node and waits until all are ready.
   absl::Status Start(std::chrono::milliseconds timeout = std::chrono::seconds(60));
-  // SIGTERM to every node still running, SIGKILL after 10 s. Returns an
+  // SIGTERM to every node still running, SIGKILL after 30 s. Returns an
   // error naming any node that did not exit with status 0.
   absl::Status Stop();
   // Sends signal to node; a node sent SIGKILL is not reported by Stop().
