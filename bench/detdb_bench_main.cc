@@ -26,6 +26,7 @@ DEFINE_string(lock_manager, "dclp", "dclp, det2pl, vll, vll_sca or dclp_frag (--
 DEFINE_bool(compare, false, "Run every lock manager on the identical txn stream and compare");
 DEFINE_uint32(partitions, 1, "Partitions in this process (each: 1 lock thread + --workers workers)");
 DEFINE_uint32(workers, 1, "Worker threads per partition");
+DEFINE_bool(release_on_workers, true, "Workers release their txns' locks (false: only the lock thread touches the lock manager, as in Calvin and the DCLP paper)");
 DEFINE_uint64(records, 1000000, "Records per partition");
 DEFINE_double(contention, 0.0001, "Contention index: one hot record per txn from a hot set of 1/CI");
 DEFINE_uint32(keys_per_txn, 10, "Records per txn");
@@ -174,6 +175,7 @@ int Micro() {
   o.workload.partitions = FLAGS_partitions;
   o.workload.records_per_partition = FLAGS_records;
   o.workers = FLAGS_workers;
+  o.release_on_workers = FLAGS_release_on_workers;
   o.epoch_us = FLAGS_epoch_us;
   o.lock.max_active = FLAGS_max_active;
   o.lock.table_size = FLAGS_table_size;

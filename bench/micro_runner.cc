@@ -60,6 +60,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   if (!s.ok()) return s;
   EngineOptions eo;
   eo.workers = o.workers;
+  eo.release_on_workers = o.release_on_workers;
   eo.lock_manager = o.lock_manager;
   eo.lock = o.lock;
   eo.epoch_us = o.epoch_us;

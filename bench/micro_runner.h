@@ -22,6 +22,7 @@ struct MicroRunOptions {
   MicroOptions workload;
   std::string lock_manager = "dclp";
   uint32_t workers = 1;            // per partition
+  bool release_on_workers = true;  // see SchedulerOptions
   uint64_t epoch_us = 1000;
   LockManagerOptions lock;
   uint64_t txns = 0;               // stop after this many txns (0: use duration)

@@ -12,6 +12,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libzmq3-dev cppzmq-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libgoogle-perftools-dev  # tcmalloc_minimal for the programs
 )
 
 missing=()

@@ -43,6 +43,10 @@ class TxnContext {
   // partition, never written afterwards: e.g. TPC-C's ITEM), from this
   // partition's copy, without a lock. NotFound if there is no record.
   virtual absl::StatusOr<std::string_view> ReadReplicated(Key key) = 0;
+  // A hint that key (of any table) will be read soon: an implementation may
+  // start loading it, so that a procedure can overlap the cache misses of
+  // several reads. No effect on results.
+  virtual void Prefetch(Key key) {}
 };
 
 // Covered keys. A workload may say that the lock of one key covers other

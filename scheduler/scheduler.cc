@@ -35,10 +35,16 @@ bool Has(const C& c, PartitionId p) {
 // thread; between dispatch and done it belongs to one worker at a time (or
 // to the parked map).
 struct Scheduler::TxnState {
+  // A read: local ones point into the store (the txn's lock keeps the record
+  // in place and unchanged until release; its own writes are buffered),
+  // remote ones own their bytes.
   struct Value {
     Key key;
     bool found;
-    std::string bytes;
+    const char* data;  // local: the record's value; nullptr for a remote read
+    uint32_t size;
+    std::string bytes;  // remote reads only
+    std::string_view view() const { return data != nullptr ? std::string_view(data, size) : std::string_view(bytes); }
   };
   LockTxn lt;
   const pb::Txn* txn = nullptr;
@@ -50,10 +56,12 @@ struct Scheduler::TxnState {
   std::vector<Value> reads;                            // local, then remote
   struct BufferedWrite {
     Key key;
-    std::string value;
-    bool erase;  // a Delete
+    char* value;  // value_size bytes in `arena`
+    uint32_t size;
+    bool erase;   // a Delete
   };
   std::vector<BufferedWrite> writes;                   // buffered by the procedure
+  ByteArena arena;                                     // the buffered values
   // Large txns only (see kIndexAbove): reads sorted by key, declared write
   // keys sorted, and buffered writes by key, so Read/Write stay O(log n).
   bool indexed = false;
@@ -67,6 +75,30 @@ namespace {
 constexpr size_t kIndexAbove = 16;
 }  // namespace
 
+char* Scheduler::ByteArena::Allocate(size_t n) {
+  n = (n + 7) & ~size_t{7};
+  if (n > kBlock) {  // a large value: a block of its own
+    large_.push_back(std::make_unique<char[]>(n));
+    return large_.back().get();
+  }
+  if (blocks_.empty()) {
+    blocks_.push_back(std::make_unique<char[]>(kBlock));
+    current_ = used_ = 0;
+  } else if (used_ + n > kBlock) {
+    if (++current_ == blocks_.size()) blocks_.push_back(std::make_unique<char[]>(kBlock));
+    used_ = 0;
+  }
+  char* p = blocks_[current_].get() + used_;
+  used_ += n;
+  return p;
+}
+
+void Scheduler::ByteArena::Reset() {
+  current_ = used_ = 0;
+  if (blocks_.size() > 4) blocks_.resize(4);  // keep a few blocks for the next txn
+  large_.clear();
+}
+
 // The TxnContext a procedure runs against at this partition.
 class Scheduler::ExecContext final : public TxnContext {
  public:
@@ -77,12 +109,12 @@ class Scheduler::ExecContext final : public TxnContext {
   absl::StatusOr<std::string_view> Read(Key key) override {
     if (const TxnState::Value* v = FindRead(key)) {
       if (!v->found) return absl::NotFoundError(absl::StrCat("no record with key ", key));
-      return std::string_view(v->bytes);
+      return v->view();
     }
     if (Covered(key, /*for_write=*/false)) {
       if (const BufferedWrite* w = FindWrite(key)) {
         if (w->erase) return absl::NotFoundError(absl::StrCat("no record with key ", key));
-        return std::string_view(w->value);
+        return std::string_view(w->value, w->size);
       }
       if (partitioner_->PartitionOf(key) != self_)
         return absl::FailedPreconditionError(absl::StrCat("covered key ", key, " is not on this partition"));
@@ -97,8 +129,13 @@ class Scheduler::ExecContext final : public TxnContext {
     absl::Status s = CheckWrite(key);
     if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, &value);
     if (!s.ok()) return s;
+    store_->Prefetch(key);  // its bucket, for applying the write after the procedure
     BufferedWrite& w = Buffer(key);
-    w.value.assign(value.data(), value.size());
+    if (w.value == nullptr || w.size != value.size()) {
+      w.value = st_->arena.Allocate(value.size());
+      w.size = static_cast<uint32_t>(value.size());
+    }
+    std::memmove(w.value, value.data(), value.size());  // value may be a view of w.value
     w.erase = false;
     return absl::OkStatus();
   }
@@ -108,10 +145,11 @@ class Scheduler::ExecContext final : public TxnContext {
     if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, nullptr);
     if (!s.ok()) return s;
     BufferedWrite& w = Buffer(key);
-    w.value.clear();
     w.erase = true;
     return absl::OkStatus();
   }
+
+  void Prefetch(Key key) override { store_->Prefetch(key); }
 
   absl::StatusOr<std::string_view> ReadReplicated(Key key) override {
     const Record* r = store_->Get(key);
@@ -161,7 +199,7 @@ class Scheduler::ExecContext final : public TxnContext {
   BufferedWrite& Buffer(Key key) {
     if (BufferedWrite* w = FindWrite(key)) return *w;
     if (st_->indexed) st_->write_index.emplace(key, static_cast<uint32_t>(st_->writes.size()));
-    st_->writes.push_back(BufferedWrite{key, std::string(), false});
+    st_->writes.push_back(BufferedWrite{key, nullptr, 0, false});
     return st_->writes.back();
   }
 
@@ -310,6 +348,7 @@ Scheduler::TxnState* Scheduler::NewState(const pb::Txn* txn) {
   st->remote_received = 0;
   st->reads.clear();
   st->writes.clear();
+  st->arena.Reset();
   st->indexed = false;
   st->lt.id = txn->id();
   st->lt.reads = st->local_reads;
@@ -320,41 +359,52 @@ Scheduler::TxnState* Scheduler::NewState(const pb::Txn* txn) {
 
 void Scheduler::FreeState(TxnState* st) {
   st->txn = nullptr;
-  st->owner.reset();
+  DCHECK(st->owner == nullptr) << "the owner is dropped outside lm_mu_";
   free_states_.push_back(st);
+}
+
+void Scheduler::ReleaseLocked(TxnState* st, ReadyList* ready) {
+  lm_->Release(&st->lt, ready);
+  FreeState(st);
+  --active_;
 }
 
 void Scheduler::LockThread() {
   ReadyList ready;
   std::vector<TxnState*> done, to_workers;
-  bool input_idle = false;
+  std::vector<std::shared_ptr<const void>> owners;  // dropped outside lm_mu_
+  const bool by_workers = options_.release_on_workers;
   while (!stop_.load(std::memory_order_acquire)) {
     bool progress = false;
-    {
+    if (!by_workers) {
       std::lock_guard<std::mutex> l(done_mu_);
       done.swap(done_);
     }
-    for (TxnState* st : done) {  // releases first: they unblock work
-      lm_->Release(&st->lt, &ready);
-      FreeState(st);
-      --active_;
+    for (TxnState* st : done) owners.push_back(std::move(st->owner));
+    {
+      std::lock_guard<std::mutex> l(lm_mu_);
+      for (TxnState* st : done) ReleaseLocked(st, &ready);  // releases first: they unblock work
+      // Admit in slices, so that workers releasing under lm_mu_ wait little.
+      const int slice = by_workers ? 64 : 512;
+      for (int n = 0; n < slice && lm_->CanAdmit(); ++n) {
+        const pb::Txn* txn = NextInput();
+        input_idle_ = txn == nullptr;
+        if (input_idle_) break;
+        TxnState* st = NewState(txn);
+        ++active_;
+        const bool granted = lm_->Lock(&st->lt, &ready);
+        admitted_.fetch_add(1, std::memory_order_relaxed);
+        active_sum_.fetch_add(active_, std::memory_order_relaxed);
+        if (!granted) blocked_at_admission_.fetch_add(1, std::memory_order_relaxed);
+        progress = true;
+      }
+      admission_blocked_ = !lm_->CanAdmit();
+      lm_->Poll(input_idle_ || admission_blocked_, &ready);
     }
     released_.fetch_add(done.size(), std::memory_order_release);
     progress |= !done.empty();
     done.clear();
-    for (int n = 0; n < 512 && lm_->CanAdmit(); ++n) {
-      const pb::Txn* txn = NextInput();
-      input_idle = txn == nullptr;
-      if (input_idle) break;
-      TxnState* st = NewState(txn);
-      ++active_;
-      const bool granted = lm_->Lock(&st->lt, &ready);
-      admitted_.fetch_add(1, std::memory_order_relaxed);
-      active_sum_.fetch_add(active_, std::memory_order_relaxed);
-      if (!granted) blocked_at_admission_.fetch_add(1, std::memory_order_relaxed);
-      progress = true;
-    }
-    lm_->Poll(input_idle || !lm_->CanAdmit(), &ready);
+    owners.clear();
     if (!ready.empty()) {
       for (LockTxn* lt : ready) to_workers.push_back(static_cast<TxnState*>(lt->user));
       ready.clear();
@@ -367,19 +417,43 @@ void Scheduler::LockThread() {
 
 void Scheduler::WorkerThread() {
   std::vector<TxnState*> items;
+  ReadyList ready;
+  std::vector<TxnState*> to_queue;
+  const bool by_workers = options_.release_on_workers;
   while (!stop_.load(std::memory_order_acquire)) {
     items.clear();
-    if (ready_q_.PopBatch(8, &items) == 0) continue;
-    for (TxnState* st : items) {
+    if (ready_q_.PopBatch(by_workers ? 4 : 8, &items) == 0) continue;
+    for (size_t i = 0; i < items.size(); ++i) {
+      TxnState* st = items[i];
       if (!Process(st)) continue;  // parked
-      // Hand each txn back at once, not per batch: under contention its
-      // successors wait for this release, and the lock thread can grant them
-      // while this worker runs the rest of its batch.
-      {
-        std::lock_guard<std::mutex> l(done_mu_);
-        done_.push_back(st);
+      if (!by_workers) {
+        // Hand each txn back at once, not per batch: under contention its
+        // successors wait for this release, and the lock thread can grant
+        // them while this worker runs the rest of its batch.
+        {
+          std::lock_guard<std::mutex> l(done_mu_);
+          done_.push_back(st);
+        }
+        lock_notifier_.Notify();
+        continue;
       }
-      lock_notifier_.Notify();
+      std::shared_ptr<const void> owner = std::move(st->owner);  // may free a batch: not under lm_mu_
+      bool wake_lock_thread;
+      {
+        std::lock_guard<std::mutex> l(lm_mu_);
+        ReleaseLocked(st, &ready);
+        lm_->Poll(input_idle_, &ready);
+        wake_lock_thread = admission_blocked_ && lm_->CanAdmit();
+      }
+      released_.fetch_add(1, std::memory_order_release);
+      if (wake_lock_thread) lock_notifier_.Notify();
+      if (ready.empty()) continue;
+      // Run the first txn that became ready here, next (its predecessor's
+      // writes are in this core's cache); the others go to the queue.
+      items.insert(items.begin() + static_cast<std::ptrdiff_t>(i) + 1, static_cast<TxnState*>(ready[0]->user));
+      for (size_t j = 1; j < ready.size(); ++j) to_queue.push_back(static_cast<TxnState*>(ready[j]->user));
+      ready.clear();
+      ready_q_.PushBatch(&to_queue);
     }
   }
 }
@@ -417,10 +491,12 @@ void Scheduler::ReadLocal(TxnState* st) {
   for (Key k : st->local_reads) {
     const Record* r = store_->Get(k);
     if (r == nullptr) {
-      st->reads.push_back({k, false, std::string()});
+      st->reads.push_back({k, false, nullptr, 0, std::string()});
     } else {
       const Table* t = store_->GetTable(KeyTable(k));
-      st->reads.push_back({k, true, std::string(r->value(), t->value_size())});
+      // The procedure will read the value: start loading all its lines now.
+      for (uint32_t off = 0; off < t->value_size(); off += 64) __builtin_prefetch(r->value() + off, 0);
+      st->reads.push_back({k, true, r->value(), t->value_size(), std::string()});
     }
   }
 }
@@ -436,7 +512,8 @@ void Scheduler::SendReads(TxnState* st) {
       pb::KeyValue* kv = msg.add_reads();
       kv->set_key(st->reads[i].key);
       kv->set_found(st->reads[i].found);
-      kv->set_value(st->reads[i].bytes);
+      const std::string_view v = st->reads[i].view();
+      kv->set_value(v.data(), v.size());
     }
     transport_->Send(to, std::move(msg));
   }
@@ -444,7 +521,7 @@ void Scheduler::SendReads(TxnState* st) {
 
 void Scheduler::AddRemote(TxnState* st, pb::RemoteReads* msg) {
   for (pb::KeyValue& kv : *msg->mutable_reads())
-    st->reads.push_back({kv.key(), kv.found(), std::move(*kv.mutable_value())});
+    st->reads.push_back({kv.key(), kv.found(), nullptr, 0, std::move(*kv.mutable_value())});
   ++st->remote_received;
 }
 
@@ -488,16 +565,18 @@ void Scheduler::Execute(TxnState* st) {
     s = proc(&ctx, &result);
   }
   if (s.ok()) {
-    for (const auto& w : st->writes) {  // apply local writes only
+    // Apply the local writes. Write() prefetched their buckets; now their
+    // first records, so that the chain walks overlap.
+    for (const auto& w : st->writes) store_->PrefetchRecord(w.key);
+    for (const auto& w : st->writes) {
       if (partitioner_->PartitionOf(w.key) != options_.partition) continue;
       if (w.erase) {
         store_->Erase(w.key);
         continue;
       }
-      Record* r = store_->Get(w.key);
-      if (r == nullptr) r = store_->Insert(w.key);
+      Record* r = store_->Insert(w.key);  // the existing record, or a new one
       CHECK(r != nullptr) << "insert of key " << w.key << " failed";
-      std::memcpy(r->value(), w.value.data(), w.value.size());
+      std::memcpy(r->value(), w.value, w.size);
     }
     committed_.fetch_add(1, std::memory_order_relaxed);
   } else {

@@ -135,6 +135,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
 
   // Items first: an unused item rolls the whole txn back (clause 2.4.2.3).
   std::vector<ItemRow> items(a.lines_size());
+  for (int i = 0; i < a.lines_size(); ++i) ctx->Prefetch(ItemKey(a.lines(i).i_id()));
   for (int i = 0; i < a.lines_size(); ++i) {
     absl::StatusOr<std::string_view> v = ctx->ReadReplicated(ItemKey(a.lines(i).i_id()));
     if (absl::IsNotFound(v.status()))

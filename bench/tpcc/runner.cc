@@ -282,6 +282,7 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   InProcessBackend backend;  // outlives the engine
   EngineOptions eo;
   eo.workers = o.workers;
+  eo.release_on_workers = o.release_on_workers;
   eo.lock_manager = o.lock_manager;
   eo.lock = o.lock;
   eo.epoch_us = o.epoch_us;

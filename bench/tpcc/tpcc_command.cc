@@ -19,6 +19,7 @@ DECLARE_uint32(workers);
 DECLARE_uint64(txns);
 DECLARE_double(duration);
 DECLARE_uint32(outstanding);
+DECLARE_bool(release_on_workers);
 DECLARE_uint64(epoch_us);
 DECLARE_uint32(max_active);
 DECLARE_uint32(table_size);
@@ -99,6 +100,7 @@ int TpccCommand() {
   o.remote_payment = FLAGS_remote_payment;
   o.partitions = FLAGS_partitions;
   o.workers = FLAGS_workers;
+  o.release_on_workers = FLAGS_release_on_workers;
   o.epoch_us = FLAGS_epoch_us;
   o.lock.max_active = FLAGS_max_active;
   o.lock.table_size = FLAGS_table_size;
