@@ -13,6 +13,7 @@
 #include "bench/tpcc/procedures.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -119,7 +120,14 @@ absl::StatusOr<std::vector<uint32_t>> RecentItems(TxnContext* ctx, uint32_t w, u
 // ---- New-Order (clause 2.4.2) ----
 
 absl::Status NewOrder(TxnContext* ctx, std::string* result) {
-  tp::NewOrderArgs a;
+  // Arguments and result live on an arena with a stack block: their dozens
+  // of sub-messages and fields cost no heap allocation.
+  alignas(16) char block[4096];
+  google::protobuf::ArenaOptions arena_options;
+  arena_options.initial_block = block;
+  arena_options.initial_block_size = sizeof(block);
+  google::protobuf::Arena arena(arena_options);
+  tp::NewOrderArgs& a = *google::protobuf::Arena::CreateMessage<tp::NewOrderArgs>(&arena);
   absl::Status s = ParseArgs(ctx, &a);
   if (!s.ok()) return s;
   const uint32_t w = a.w_id(), d = a.d_id(), c = a.c_id();
@@ -134,7 +142,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   }
 
   // Items first: an unused item rolls the whole txn back (clause 2.4.2.3).
-  std::vector<ItemRow> items(a.lines_size());
+  std::array<ItemRow, kMaxOrderLines> items;
   for (int i = 0; i < a.lines_size(); ++i) ctx->Prefetch(ItemKey(a.lines(i).i_id()));
   for (int i = 0; i < a.lines_size(); ++i) {
     absl::StatusOr<std::string_view> v = ctx->ReadReplicated(ItemKey(a.lines(i).i_id()));
@@ -160,16 +168,17 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   next.next_o_id = o_id + 1;
   if (!(s = WriteRow(ctx, DistrictNextKey(w, d), next)).ok()) return s;
 
-  tp::NewOrderResult r;
+  tp::NewOrderResult& r = *google::protobuf::Arena::CreateMessage<tp::NewOrderResult>(&arena);
   r.set_o_id(static_cast<uint32_t>(o_id));
-  r.set_c_last(std::string(GetField(customer.last)));
-  r.set_c_credit(std::string(GetField(customer.credit)));
+  r.set_c_last(GetField(customer.last).data(), GetField(customer.last).size());
+  r.set_c_credit(GetField(customer.credit).data(), GetField(customer.credit).size());
   r.set_c_discount(customer.discount);
   r.set_w_tax(wh.tax);
   r.set_d_tax(district.tax);
 
   // STOCK rows updated so far (an item may appear on two lines).
-  std::vector<std::pair<Key, StockRow>> stocks;
+  std::array<std::pair<Key, StockRow>, kMaxOrderLines> stocks;
+  size_t num_stocks = 0;
   bool all_local = true;
   int64_t sum = 0;
   for (int i = 0; i < a.lines_size(); ++i) {
@@ -177,12 +186,11 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
     const uint32_t supply_w = in.supply_w_id();
     const int32_t qty = static_cast<int32_t>(in.quantity());
     const Key sk = StockKey(supply_w, in.i_id());
-    auto it = std::find_if(stocks.begin(), stocks.end(), [sk](const auto& e) { return e.first == sk; });
-    if (it == stocks.end()) {
-      StockRow row;
-      if (!(s = ReadRow(ctx, sk, &row)).ok()) return s;
-      stocks.emplace_back(sk, row);
-      it = stocks.end() - 1;
+    auto it = std::find_if(stocks.begin(), stocks.begin() + num_stocks, [sk](const auto& e) { return e.first == sk; });
+    if (it == stocks.begin() + num_stocks) {
+      it->first = sk;
+      if (!(s = ReadRow(ctx, sk, &it->second)).ok()) return s;
+      ++num_stocks;
     }
     StockRow& stock = it->second;
     // Clause 2.4.2.2.
@@ -217,7 +225,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
 
     r.add_s_quantity(stock.quantity);
     r.add_ol_amount(amount);
-    r.add_brand_generic()->push_back(original ? 'B' : 'G');
+    r.mutable_brand_generic()->push_back(original ? 'B' : 'G');
   }
 
   OrderRow order;
@@ -246,7 +254,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   const int64_t scaled =
       sum * (10000 - static_cast<int64_t>(customer.discount)) * (10000 + int64_t{wh.tax} + int64_t{district.tax});
   r.set_total_amount((scaled + 50000000) / 100000000);
-  *result = r.SerializeAsString();
+  r.SerializeToString(result);
   return absl::OkStatus();
 }
 
