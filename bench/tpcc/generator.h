@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "bench/tpcc/random.h"
 #include "proto/detdb.pb.h"
@@ -58,7 +59,7 @@ class LastNameIndex {
   const NURandC load_;
   const uint64_t seed_;
   // (w, d) -> last name -> customer ids sorted by first name; built lazily.
-  std::map<std::pair<uint32_t, uint32_t>, std::map<std::string, std::vector<uint32_t>>> districts_;
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, absl::flat_hash_map<std::string, std::vector<uint32_t>>> districts_;
 };
 
 struct GeneratorOptions {

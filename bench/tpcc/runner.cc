@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -37,8 +39,10 @@ class Backend {
   virtual uint64_t client_id() const = 0;
   // All or nothing; Unavailable: overloaded, try again later (txns kept).
   virtual absl::Status Submit(std::vector<pb::Txn>* txns) = 0;
-  // Appends the results that arrived, waiting up to timeout for one.
-  virtual absl::Status Poll(std::vector<pb::TxnResult>* out, milliseconds timeout) = 0;
+  // Appends the results that arrived, waiting up to timeout for one. A
+  // backend may wait (within timeout) until `batch` results are there, to
+  // wake the client once per batch instead of once per result.
+  virtual absl::Status Poll(std::vector<pb::TxnResult>* out, milliseconds timeout, size_t batch) = 0;
 };
 
 class InProcessBackend final : public Backend, public TxnClient {
@@ -49,14 +53,18 @@ class InProcessBackend final : public Backend, public TxnClient {
   }
   uint64_t client_id() const override { return id_; }
   void OnResult(const pb::TxnResult& r) override {
+    size_t n;
     {
       std::lock_guard<std::mutex> l(mu_);
       results_.push_back(r);
+      n = results_.size();
     }
-    notifier_.Notify();
+    // Waking the client costs a futex call on each side: once per batch.
+    if (n >= batch_.load(std::memory_order_relaxed)) notifier_.Notify();
   }
   absl::Status Submit(std::vector<pb::Txn>* txns) override { return engine_->SubmitMany(txns); }
-  absl::Status Poll(std::vector<pb::TxnResult>* out, milliseconds timeout) override {
+  absl::Status Poll(std::vector<pb::TxnResult>* out, milliseconds timeout, size_t batch) override {
+    batch_.store(std::max<size_t>(batch, 1), std::memory_order_relaxed);
     for (int round = 0; round < 2; ++round) {
       {
         std::lock_guard<std::mutex> l(mu_);
@@ -76,6 +84,7 @@ class InProcessBackend final : public Backend, public TxnClient {
   uint64_t id_ = 0;
   std::mutex mu_;
   std::vector<pb::TxnResult> results_;  // guarded by mu_
+  std::atomic<size_t> batch_{1};
   Notifier notifier_;
 };
 
@@ -101,7 +110,7 @@ class ClusterBackend final : public Backend {
     }
     return absl::OkStatus();
   }
-  absl::Status Poll(std::vector<pb::TxnResult>* out, milliseconds timeout) override {
+  absl::Status Poll(std::vector<pb::TxnResult>* out, milliseconds timeout, size_t /*batch*/) override {
     for (bool first = true;; first = false) {
       auto r = client_->Receive(first ? timeout : milliseconds(0));
       if (!r.ok()) return r.status();
@@ -153,7 +162,8 @@ class Driver {
       if (!s.ok()) return s;
       const bool full = !more || in_flight_.size() + outbox_.size() >= o_.outstanding;
       results.clear();
-      s = backend_->Poll(&results, milliseconds(full ? 5 : 0));
+      // Full window: sleep until an eighth of it has come back, or 1 ms.
+      s = backend_->Poll(&results, milliseconds(full ? 1 : 0), full ? std::max<size_t>(1, in_flight_.size() / 8) : 1);
       if (!s.ok()) return s;
       if (!results.empty()) last_progress = Clock::now();
       if (Clock::now() - last_progress > std::chrono::seconds(60))
