@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -43,10 +44,10 @@ class TxnContext {
   // partition, never written afterwards: e.g. TPC-C's ITEM), from this
   // partition's copy, without a lock. NotFound if there is no record.
   virtual absl::StatusOr<std::string_view> ReadReplicated(Key key) = 0;
-  // A hint that key (of any table) will be read soon: an implementation may
-  // start loading it, so that a procedure can overlap the cache misses of
-  // several reads. No effect on results.
-  virtual void Prefetch(Key key) {}
+  // A hint that these keys (of any tables) will be read soon: an
+  // implementation may start loading them, so that a procedure overlaps the
+  // cache misses of several reads. No effect on results.
+  virtual void Prefetch(std::span<const Key> keys) {}
 };
 
 // Covered keys. A workload may say that the lock of one key covers other

@@ -149,7 +149,10 @@ class Scheduler::ExecContext final : public TxnContext {
     return absl::OkStatus();
   }
 
-  void Prefetch(Key key) override { store_->Prefetch(key); }
+  void Prefetch(std::span<const Key> keys) override {
+    for (Key k : keys) store_->Prefetch(k);        // every bucket at once,
+    for (Key k : keys) store_->PrefetchRecord(k);  // then every first record
+  }
 
   absl::StatusOr<std::string_view> ReadReplicated(Key key) override {
     const Record* r = store_->Get(key);
@@ -376,7 +379,8 @@ void Scheduler::LockThread() {
   const bool by_workers = options_.release_on_workers;
   while (!stop_.load(std::memory_order_acquire)) {
     bool progress = false;
-    if (!by_workers) {
+    {  // txns handed back (all of them, or with release_on_workers those
+       // whose worker found lm_mu_ busy)
       std::lock_guard<std::mutex> l(done_mu_);
       done.swap(done_);
     }
@@ -426,10 +430,13 @@ void Scheduler::WorkerThread() {
     for (size_t i = 0; i < items.size(); ++i) {
       TxnState* st = items[i];
       if (!Process(st)) continue;  // parked
-      if (!by_workers) {
-        // Hand each txn back at once, not per batch: under contention its
-        // successors wait for this release, and the lock thread can grant
-        // them while this worker runs the rest of its batch.
+      std::unique_lock<std::mutex> lm_lock(lm_mu_, std::defer_lock);
+      if (!by_workers || !lm_lock.try_lock()) {
+        // Hand the txn back to the lock thread (always, or when it is busy
+        // with the lock manager: waiting for it would cost more). At once,
+        // not per batch: under contention its successors wait for this
+        // release, and the lock thread can grant them while this worker
+        // runs the rest of its batch.
         {
           std::lock_guard<std::mutex> l(done_mu_);
           done_.push_back(st);
@@ -437,15 +444,13 @@ void Scheduler::WorkerThread() {
         lock_notifier_.Notify();
         continue;
       }
-      std::shared_ptr<const void> owner = std::move(st->owner);  // may free a batch: not under lm_mu_
-      bool wake_lock_thread;
-      {
-        std::lock_guard<std::mutex> l(lm_mu_);
-        ReleaseLocked(st, &ready);
-        lm_->Poll(input_idle_, &ready);
-        wake_lock_thread = admission_blocked_ && lm_->CanAdmit();
-      }
+      std::shared_ptr<const void> owner = std::move(st->owner);  // may free a batch: after unlocking
+      ReleaseLocked(st, &ready);
+      lm_->Poll(input_idle_, &ready);
+      const bool wake_lock_thread = admission_blocked_ && lm_->CanAdmit();
+      lm_lock.unlock();
       released_.fetch_add(1, std::memory_order_release);
+      owner.reset();
       if (wake_lock_thread) lock_notifier_.Notify();
       if (ready.empty()) continue;
       // Run the first txn that became ready here, next (its predecessor's
@@ -565,9 +570,8 @@ void Scheduler::Execute(TxnState* st) {
     s = proc(&ctx, &result);
   }
   if (s.ok()) {
-    // Apply the local writes. Write() prefetched their buckets; now their
-    // first records, so that the chain walks overlap.
-    for (const auto& w : st->writes) store_->PrefetchRecord(w.key);
+    // Apply the local writes (Write() prefetched their buckets; prefetching
+    // their first records here as well measured no better).
     for (const auto& w : st->writes) {
       if (partitioner_->PartitionOf(w.key) != options_.partition) continue;
       if (w.erase) {

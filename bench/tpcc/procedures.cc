@@ -143,7 +143,9 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
 
   // Items first: an unused item rolls the whole txn back (clause 2.4.2.3).
   std::array<ItemRow, kMaxOrderLines> items;
-  for (int i = 0; i < a.lines_size(); ++i) ctx->Prefetch(ItemKey(a.lines(i).i_id()));
+  std::array<Key, kMaxOrderLines> item_keys;
+  for (int i = 0; i < a.lines_size(); ++i) item_keys[i] = ItemKey(a.lines(i).i_id());
+  ctx->Prefetch(std::span<const Key>(item_keys.data(), a.lines_size()));
   for (int i = 0; i < a.lines_size(); ++i) {
     absl::StatusOr<std::string_view> v = ctx->ReadReplicated(ItemKey(a.lines(i).i_id()));
     if (absl::IsNotFound(v.status()))
