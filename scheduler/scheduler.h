@@ -21,8 +21,10 @@
 // - true (default): the worker that finished it, under lm_mu_, and it runs
 //   the first txn that became ready itself (the rest go to the queue). A
 //   chain of conflicting txns (TPC-C's Payments of one warehouse) then costs
-//   no thread hand-off per link: measured 2.3x New-Order + Payment
-//   throughput on 2 cores (docs/TPCC.md).
+//   no thread hand-off per link (docs/TPCC.md, Measurements). If lm_mu_ is
+//   busy (the lock thread is admitting), the worker does not wait: it hands
+//   the txn back as below (a busy lock thread, as in the microbenchmark,
+//   made waiting workers 3x slower).
 // - false: Calvin's and the DCLP paper's layout: workers hand finished txns
 //   back to the lock thread, the only thread that ever touches the lock
 //   manager. Kept to reproduce the papers' setting.
