@@ -134,7 +134,7 @@ Table::Table(const TableOptions& options)
     : options_(CheckedOptions(options)),
       bucket_mask_(std::bit_ceil(std::max(options.expected_records, kMinBuckets)) - 1),
       stripe_mask_(std::min<uint64_t>(bucket_mask_ + 1, kMaxStripes) - 1),
-      buckets_(new std::atomic<Record*>[bucket_mask_ + 1]()),  // all nullptr
+      buckets_(new Bucket[bucket_mask_ + 1]),  // empty chains, empty filters
       stripes_(new Stripe[stripe_mask_ + 1]),
       arena_(RoundUp8(sizeof(Record) + options.value_size), options.expected_records),
       overload_records_per_stripe_(kOverloadChainLength * (bucket_mask_ + 1) / (stripe_mask_ + 1)) {
@@ -150,22 +150,28 @@ Record* Table::Insert(Key k) {
   new (fresh) Record{k, nullptr};
   std::memset(fresh->value(), 0, options_.value_size);
 
-  const size_t b = BucketOf(k);
-  std::atomic<Record*>& head = buckets_[b];
+  const uint64_t h = Mix64(k);
+  const size_t b = h & bucket_mask_;
+  Bucket& bucket = buckets_[b];
   Stripe& stripe = StripeOf(b);
   stripe.latch.Lock();
   // Every writer of this chain holds the stripe latch: relaxed loads see the
-  // chain as the last writer left it.
-  Record* first = head.load(std::memory_order_relaxed);
-  for (Record* r = first; r != nullptr; r = r->next.load(std::memory_order_relaxed)) {
-    if (r->key == k) {  // inserted by another thread since our Get
-      stripe.latch.Unlock();
-      arena_.Release(fresh);
-      return r;
+  // chain and the filter as the last writer left them.
+  Record* first = bucket.head.load(std::memory_order_relaxed);
+  const uint64_t filter = bucket.filter.load(std::memory_order_relaxed);
+  if (filter & FilterBit(h)) {
+    for (Record* r = first; r != nullptr; r = r->next.load(std::memory_order_relaxed)) {
+      if (r->key == k) {  // inserted by another thread since our Get
+        stripe.latch.Unlock();
+        arena_.Release(fresh);
+        return r;
+      }
     }
   }
   fresh->next.store(first, std::memory_order_relaxed);
-  head.store(fresh, std::memory_order_release);
+  // The bit before the link: a reader that can reach the record sees it.
+  bucket.filter.store(filter | FilterBit(h), std::memory_order_release);
+  bucket.head.store(fresh, std::memory_order_release);
   stripe.latch.Unlock();
   const int64_t stripe_records = stripe.records.fetch_add(1, std::memory_order_relaxed) + 1;
   if (stripe_records > overload_records_per_stripe_ &&
@@ -181,16 +187,29 @@ Record* Table::Insert(Key k) {
 
 bool Table::Erase(Key k) {
   DCHECK_EQ(KeyTable(k), id()) << "key of another table";
-  const size_t b = BucketOf(k);
+  const uint64_t h = Mix64(k);
+  const size_t b = h & bucket_mask_;
+  Bucket& bucket = buckets_[b];
   Stripe& stripe = StripeOf(b);
   stripe.latch.Lock();
-  std::atomic<Record*>* link = &buckets_[b];
+  if ((bucket.filter.load(std::memory_order_relaxed) & FilterBit(h)) == 0) {
+    stripe.latch.Unlock();
+    return false;
+  }
+  std::atomic<Record*>* link = &bucket.head;
   for (Record* r = link->load(std::memory_order_relaxed); r != nullptr;
        link = &r->next, r = link->load(std::memory_order_relaxed)) {
     if (r->key != k) continue;
     // Readers standing on r still find r->next intact and reach the rest of
     // the chain; r's memory is only reused after ReclaimErased().
     link->store(r->next.load(std::memory_order_relaxed), std::memory_order_release);
+    // Then the filter of the keys left (a reader that saw the old, larger
+    // filter just walks the chain).
+    uint64_t filter = 0;
+    for (Record* x = bucket.head.load(std::memory_order_relaxed); x != nullptr;
+         x = x->next.load(std::memory_order_relaxed))
+      filter |= FilterBit(Mix64(x->key));
+    bucket.filter.store(filter, std::memory_order_release);
     stripe.latch.Unlock();
     stripe.records.fetch_sub(1, std::memory_order_relaxed);
     arena_.Retire(r);

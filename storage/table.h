@@ -9,22 +9,30 @@
 // A record is a 16-byte header (key, chain link) followed by value_size
 // bytes. Records are carved out of large slabs (RecordArena) and never move
 // once created, so a Record* stays valid until the record is erased and the
-// owner calls ReclaimErased(). The index is a power-of-two array of bucket
-// heads (at least expected_records of them, so chains stay short) with
-// records chained through Record::next, the newest first. The index does
-// NOT grow: a table that ends up with many more records than
+// owner calls ReclaimErased(). The index is a power-of-two array of buckets
+// (at least expected_records of them, so chains stay short) with records
+// chained through Record::next, the newest first. Each bucket also keeps a
+// 64-bit key filter: one bit (from hash bits the bucket number does not
+// use) per key of its chain, so a lookup of an absent key, and the
+// uniqueness check of an insert, usually skip the chain walk. The index
+// does NOT grow: a table that ends up with many more records than
 // expected_records still works but its chains get long (Insert logs a
-// warning once average chains pass 8), so size expected_records for the
-// largest the table gets. Record memory does grow (more slabs).
+// warning once average chains pass 8); the filter keeps inserts of new
+// keys cheap, lookups of present keys walk. Record memory does grow (more
+// slabs).
 //
 // Thread-safety: Get, Insert and Erase may run concurrently on DIFFERENT
 // keys, from any threads; that is how the database's workers use a table
 // (deterministic locking guarantees no two threads touch one key at once).
-//  - Get is lock-free: it follows the chain with acquire loads.
+//  - Get is lock-free: it reads the bucket's filter, then follows the chain
+//    with acquire loads.
 //  - Insert and Erase change a chain under one of up to 1024 striped
 //    ElidedLatches (stripe = bucket mod the stripe count) and publish with
 //    release stores, so a concurrent Get of another key of the same bucket
-//    sees either the old or the new chain, both well formed.
+//    sees either the old or the new chain, both well formed. Insert sets
+//    the key's filter bit before it links the record; Erase recomputes the
+//    filter from the remaining chain after it unlinks one, so the filter
+//    always covers every key a reader can find.
 //  - Erase unlinks a record but does not reuse its memory: a concurrent
 //    reader of another key may be standing on it. ReclaimErased(), called by
 //    the owner when no thread is inside Get/Insert/Erase, makes the memory
@@ -153,12 +161,15 @@ class Table {
   void Prefetch(Key k) const { __builtin_prefetch(&buckets_[BucketOf(k)], 0); }
   // Prefetches the first record of k's bucket (call after Prefetch).
   void PrefetchRecord(Key k) const {
-    const Record* r = buckets_[BucketOf(k)].load(std::memory_order_relaxed);
+    const Record* r = buckets_[BucketOf(k)].head.load(std::memory_order_relaxed);
     if (r != nullptr) __builtin_prefetch(r, 0);
   }
 
   Record* Get(Key k) const {
-    for (Record* r = buckets_[BucketOf(k)].load(std::memory_order_acquire); r != nullptr;
+    const uint64_t h = Mix64(k);
+    const Bucket& b = buckets_[h & bucket_mask_];
+    if ((b.filter.load(std::memory_order_acquire) & FilterBit(h)) == 0) return nullptr;
+    for (Record* r = b.head.load(std::memory_order_acquire); r != nullptr;
          r = r->next.load(std::memory_order_acquire)) {
       if (r->key == k) return r;
     }
@@ -191,7 +202,7 @@ class Table {
     std::vector<const Record*> records;
     records.reserve(size());
     for (uint64_t b = 0; b <= bucket_mask_; ++b) {
-      for (const Record* r = buckets_[b].load(std::memory_order_acquire); r != nullptr;
+      for (const Record* r = buckets_[b].head.load(std::memory_order_acquire); r != nullptr;
            r = r->next.load(std::memory_order_acquire)) {
         records.push_back(r);
       }
@@ -218,13 +229,23 @@ class Table {
     alignas(64) std::atomic<int64_t> records{0};  // may dip below 0 briefly
   };
 
+  // A chain's head and the filter of its keys (see the file comment).
+  struct Bucket {
+    std::atomic<Record*> head{nullptr};
+    std::atomic<uint64_t> filter{0};
+  };
+  static_assert(sizeof(Bucket) == 16, "four buckets per cache line");
+
   size_t BucketOf(Key k) const { return Mix64(k) & bucket_mask_; }
+  // The key's filter bit: from the hash's top 6 bits (bucket numbers use
+  // the low bits, at most 28 of them).
+  static uint64_t FilterBit(uint64_t hash) { return uint64_t{1} << (hash >> 58); }
   Stripe& StripeOf(size_t bucket) const { return stripes_[bucket & stripe_mask_]; }
 
   const TableOptions options_;
   const uint64_t bucket_mask_;
   const size_t stripe_mask_;
-  std::unique_ptr<std::atomic<Record*>[]> buckets_;
+  std::unique_ptr<Bucket[]> buckets_;
   std::unique_ptr<Stripe[]> stripes_;
   RecordArena arena_;
   const int64_t overload_records_per_stripe_;

@@ -83,6 +83,46 @@ TEST(StorageTable, ChainsInTinyTable) {
   EXPECT_EQ(t.size(), 2000u - 667u);
 }
 
+// The per-bucket key filter (table.h) with short chains, where it is
+// sparse: after erases and re-inserts every present key is still found and
+// every absent one is not.
+TEST(StorageTable, KeyFilterFollowsErasesAndReinserts) {
+  Table t({.id = kT, .name = "filter", .value_size = 8, .expected_records = 64});
+  ASSERT_EQ(t.bucket_count(), 64u);
+  std::vector<bool> present(128, false);
+  auto check = [&] {
+    for (uint64_t i = 0; i < 128; ++i) {
+      Record* r = t.Get(MakeKey(kT, i));
+      if (present[i]) {
+        ASSERT_NE(r, nullptr) << i;
+        EXPECT_EQ(Load64(r), i + 7);
+      } else {
+        EXPECT_EQ(r, nullptr) << i;
+      }
+    }
+    for (uint64_t i = 1000; i < 3000; ++i) EXPECT_EQ(t.Get(MakeKey(kT, i)), nullptr) << i;
+  };
+  for (uint64_t i = 0; i < 128; ++i) {
+    Store64(t.Insert(MakeKey(kT, i)), i + 7);
+    present[i] = true;
+  }
+  check();
+  for (uint64_t round = 0; round < 4; ++round) {
+    for (uint64_t i = round; i < 128; i += 4) {
+      EXPECT_TRUE(t.Erase(MakeKey(kT, i)));
+      EXPECT_FALSE(t.Erase(MakeKey(kT, i))) << "erased twice";
+      present[i] = false;
+    }
+    check();
+    for (uint64_t i = round; i < 128; i += 8) {
+      Store64(t.Insert(MakeKey(kT, i)), i + 7);
+      present[i] = true;
+    }
+    check();
+  }
+  EXPECT_FALSE(t.Erase(MakeKey(kT, 5000)));
+}
+
 TEST(StorageTable, RecordsNeverMove) {
   // A small expected size forces many slabs (the first holds ~1000 records,
   // later ones half of what is held); no record may move.
