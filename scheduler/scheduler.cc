@@ -415,7 +415,11 @@ void Scheduler::LockThread() {
       ready_q_.PushBatch(&to_workers);
       progress = true;
     }
-    if (!progress) lock_notifier_.Wait();
+    if (!progress) {
+      lock_thread_awake_.store(false, std::memory_order_relaxed);
+      lock_notifier_.Wait();
+      lock_thread_awake_.store(true, std::memory_order_relaxed);
+    }
   }
 }
 
@@ -431,9 +435,10 @@ void Scheduler::WorkerThread() {
       TxnState* st = items[i];
       if (!Process(st)) continue;  // parked
       std::unique_lock<std::mutex> lm_lock(lm_mu_, std::defer_lock);
-      if (!by_workers || !lm_lock.try_lock()) {
-        // Hand the txn back to the lock thread (always, or when it is busy
-        // with the lock manager: waiting for it would cost more). At once,
+      if (!by_workers || lock_thread_awake_.load(std::memory_order_relaxed) || !lm_lock.try_lock()) {
+        // Hand the txn back to the lock thread: always, or when it is awake
+        // anyway (then it releases the txn at no cost of a wake-up, and this
+        // worker does not make it wait for lm_mu_), or busy. At once,
         // not per batch: under contention its successors wait for this
         // release, and the lock thread can grant them while this worker
         // runs the rest of its batch.
