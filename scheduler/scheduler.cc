@@ -379,8 +379,8 @@ void Scheduler::LockThread() {
   const bool by_workers = options_.release_on_workers;
   while (!stop_.load(std::memory_order_acquire)) {
     bool progress = false;
-    {  // txns handed back (all of them, or with release_on_workers those
-       // whose worker found lm_mu_ busy)
+    {  // txns handed back: all of them, or with release_on_workers those
+       // finished while this thread was awake or held lm_mu_
       std::lock_guard<std::mutex> l(done_mu_);
       done.swap(done_);
     }
