@@ -18,7 +18,7 @@
 
 #include "bench/micro_cluster.h"
 #include "bench/micro_runner.h"
-#include "deploy/cluster_config.h"
+#include "client/cluster_config.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
@@ -288,7 +288,7 @@ int Micro() {
 }  // namespace detdb
 
 namespace detdb::tpcc {
-int TpccCommand();  // bench/tpcc/tpcc_command.cc
+int TpccCommand();  // bench/tpcc_command.cc
 }  // namespace detdb::tpcc
 
 int main(int argc, char** argv) {

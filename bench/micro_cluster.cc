@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/histogram.h"
 #include "common/partitioner.h"
-#include "deploy/client.h"
+#include "client/client.h"
 
 namespace detdb {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "bench/micro.h"
+#include "workloads/micro/micro.h"
 #include "proto/cluster.pb.h"
 
 namespace detdb {

@@ -9,7 +9,7 @@
 #include "bench/histogram.h"
 #include "common/notifier.h"
 #include "scheduler/engine.h"
-#include "storage/micro_table.h"
+#include "workloads/micro/micro_table.h"
 
 namespace detdb {
 namespace {

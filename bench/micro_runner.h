@@ -13,7 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "bench/micro.h"
+#include "workloads/micro/micro.h"
 #include "lockmgr/lock_manager.h"
 
 namespace detdb {

@@ -1,5 +1,5 @@
 // ClientEndpoint: a node's door for clients. A ZeroMQ ROUTER socket bound on
-// the node's client_port; clients (deploy/client.h, a DEALER) send one
+// the node's client_port; clients (client/client.h, a DEALER) send one
 // pb::ClientRequest per frame and get pb::ClientReply frames back.
 //
 // INPUT:  request frames (endpoint thread); TxnClient::OnResult from the

@@ -26,14 +26,14 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/micro.h"
+#include "workloads/micro/micro.h"
 #include "common/partitioner.h"
-#include "deploy/client.h"
+#include "client/client.h"
 #include "deploy/test_cluster.h"
 #include "lockmgr/lock_manager.h"
 #include "scheduler/serial_executor.h"
 #include "sequencer/epoch_batcher.h"
-#include "storage/micro_table.h"
+#include "workloads/micro/micro_table.h"
 #include "zmq.hpp"
 
 namespace detdb {

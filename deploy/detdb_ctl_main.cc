@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "deploy/client.h"
-#include "deploy/cluster_config.h"
+#include "client/client.h"
+#include "client/cluster_config.h"
 #include "gflags/gflags.h"
 
 DEFINE_string(config, "", "Cluster config (protobuf text); required");

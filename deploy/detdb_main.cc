@@ -14,8 +14,8 @@
 #include <thread>
 #include <cstdio>
 
-#include "deploy/cluster_config.h"
-#include "bench/tpcc/random.h"
+#include "client/cluster_config.h"
+#include "workloads/tpcc/random.h"
 #include "deploy/node.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"

@@ -44,7 +44,7 @@ BIN_DIR="${DETDB_BIN_DIR:-$ROOT/build/release/deploy}"
 EPOCH_US="${DETDB_EPOCH_US:-1000}"
 READY_TIMEOUT_S="${DETDB_READY_TIMEOUT_S:-60}"
 STOP_TIMEOUT_S=10
-MAX_NODES=64          # node ids are 0..63 (deploy/cluster_config.cc)
+MAX_NODES=64          # node ids are 0..63 (client/cluster_config.cc)
 MAX_PARTITIONS=1024
 
 # --netns names and addresses. Interface names must stay under 16 bytes.

@@ -1,13 +1,13 @@
 #include "deploy/node.h"
 
 #include "absl/strings/str_cat.h"
-#include "bench/micro.h"
-#include "bench/tpcc/checker.h"
-#include "bench/tpcc/loader.h"
-#include "bench/tpcc/procedures.h"
-#include "deploy/cluster_config.h"
+#include "workloads/micro/micro.h"
+#include "workloads/tpcc/checker.h"
+#include "workloads/tpcc/loader.h"
+#include "workloads/tpcc/procedures.h"
+#include "client/cluster_config.h"
 #include "glog/logging.h"
-#include "storage/micro_table.h"
+#include "workloads/micro/micro_table.h"
 
 namespace detdb {
 

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "bench/tpcc/random.h"
+#include "workloads/tpcc/random.h"
 #include "common/partitioner.h"
 #include "deploy/client_endpoint.h"
 #include "deploy/zmq_peer_net.h"

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "deploy/client.h"
+#include "client/client.h"
 #include "glog/logging.h"
 #include "google/protobuf/text_format.h"
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/thread_name.h"
-#include "deploy/cluster_config.h"
+#include "client/cluster_config.h"
 #include "glog/logging.h"
 
 namespace detdb {

@@ -38,7 +38,7 @@ struct InProcessCluster {
   std::vector<std::unique_ptr<Engine>> nodes;
 
   absl::Status Create(const std::string& lock_manager) {
-    absl::Status s = RegisterMicroProcedures(&procs);
+    absl::Status s = RegisterTestProcedures(&procs);
     if (s.ok()) s = procs.Register(kRandomTxnType, "random", &RandomProcedure);
     if (!s.ok()) return s;
     std::vector<uint32_t> node_of(kPartitions);
@@ -58,7 +58,7 @@ struct InProcessCluster {
       auto e = Engine::Create(o, &parts, &procs);
       if (!e.ok()) return e.status();
       for (PartitionId p : (*e)->local_partitions()) {
-        s = LoadMicroTable((*e)->store(p), parts, p, kRecordsPerPartition);
+        s = LoadCounterTable((*e)->store(p), parts, p, kRecordsPerPartition);
         if (!s.ok()) return s;
       }
       nodes.push_back(std::move(*e));
@@ -102,7 +102,7 @@ TEST_P(EngineClusterTest, EveryNodeEqualsTheSerialReplayOfTheMergedOrder) {
     EngineOptions o;
   }
   pb::Txn early;
-  early.set_type(kMicroTxnType);
+  early.set_type(kRmwTxnType);
   early.set_client_id(1);
   EXPECT_EQ(nodes[0]->Submit(early).code(), absl::StatusCode::kUnavailable) << "not ready before Start";
 
@@ -160,7 +160,7 @@ TEST_P(EngineClusterTest, EveryNodeEqualsTheSerialReplayOfTheMergedOrder) {
   std::vector<PartitionStore*> raw;
   for (PartitionId p = 0; p < kPartitions; ++p) {
     stores.push_back(std::make_unique<PartitionStore>());
-    ASSERT_TRUE(LoadMicroTable(stores.back().get(), parts, p, kRecordsPerPartition).ok());
+    ASSERT_TRUE(LoadCounterTable(stores.back().get(), parts, p, kRecordsPerPartition).ok());
     raw.push_back(stores.back().get());
   }
   SerialExecutor serial(&parts, &procs, raw);
@@ -212,13 +212,13 @@ TEST(EngineCluster, BadPeerInputIsDroppedNotTrusted) {
   auto txn = [](uint64_t id, Key k) {
     pb::Txn t;
     t.set_id(id);
-    t.set_type(kMicroTxnType);
+    t.set_type(kRmwTxnType);
     t.set_client_id(5);
     t.add_read_set(k);
     t.add_write_set(k);
     return t;
   };
-  const Key local = MakeKey(kMicroTable, 0);  // partition 0: node 0
+  const Key local = MakeKey(kCounterTable, 0);  // partition 0: node 0
   // Forged derived fields: a writer partition that does not exist and an origin node that does not exist.
   auto b = batch_from_1(3);
   pb::Txn t = txn(EpochBatcher::EpochSequencerId(3, 1, 0), local);

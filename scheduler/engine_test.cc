@@ -15,13 +15,11 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/micro.h"
 #include "common/hash.h"
 #include "scheduler/engine.h"
 #include "scheduler/serial_executor.h"
 #include "glog/logging.h"
 #include "scheduler/engine_test_util.h"
-#include "storage/micro_table.h"
 
 namespace detdb {
 namespace {
@@ -43,7 +41,7 @@ class EngineDeterminismTest : public ::testing::TestWithParam<Case> {};
 TEST_P(EngineDeterminismTest, ResultsAndDigestEqualTheSerialExecutor) {
   const Case c = GetParam();
   ProcedureRegistry procs;
-  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  ASSERT_TRUE(RegisterTestProcedures(&procs).ok());
   ASSERT_TRUE(procs.Register(kRandomTxnType, "random", &RandomProcedure).ok());
   ModPartitioner parts(c.partitions);
   EngineOptions o;
@@ -57,7 +55,7 @@ TEST_P(EngineDeterminismTest, ResultsAndDigestEqualTheSerialExecutor) {
   auto engine = Engine::Create(o, &parts, &procs);
   ASSERT_TRUE(engine.ok()) << engine.status();
   for (PartitionId p = 0; p < c.partitions; ++p)
-    ASSERT_TRUE(LoadMicroTable((*engine)->store(p), parts, p, kRecordsPerPartition).ok());
+    ASSERT_TRUE(LoadCounterTable((*engine)->store(p), parts, p, kRecordsPerPartition).ok());
   ResultCollector client;
   const uint64_t client_id = (*engine)->RegisterClient(&client);
   const int n = TxnsPerRun();
@@ -76,7 +74,7 @@ TEST_P(EngineDeterminismTest, ResultsAndDigestEqualTheSerialExecutor) {
   std::vector<PartitionStore*> raw;
   for (PartitionId p = 0; p < c.partitions; ++p) {
     stores.push_back(std::make_unique<PartitionStore>());
-    ASSERT_TRUE(LoadMicroTable(stores.back().get(), parts, p, kRecordsPerPartition).ok());
+    ASSERT_TRUE(LoadCounterTable(stores.back().get(), parts, p, kRecordsPerPartition).ok());
     raw.push_back(stores.back().get());
   }
   SerialExecutor serial(&parts, &procs, raw);
@@ -117,33 +115,33 @@ INSTANTIATE_TEST_SUITE_P(AllLockManagers, EngineDeterminismTest, ::testing::Valu
 
 TEST(Engine, RejectsBadInputBeforeSequencing) {
   ProcedureRegistry procs;
-  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  ASSERT_TRUE(RegisterTestProcedures(&procs).ok());
   ModPartitioner parts(1);
   auto engine = Engine::Create(EngineOptions{}, &parts, &procs);
   ASSERT_TRUE(engine.ok());
-  ASSERT_TRUE(LoadMicroTable((*engine)->store(0), parts, 0, 100).ok());
+  ASSERT_TRUE(LoadCounterTable((*engine)->store(0), parts, 0, 100).ok());
   ResultCollector client;
   const uint64_t id = (*engine)->RegisterClient(&client);
   ASSERT_TRUE((*engine)->Start().ok());
   pb::Txn bad_type;
   bad_type.set_type(999);
   bad_type.set_client_id(id);
-  bad_type.add_read_set(MakeKey(kMicroTable, 1));
+  bad_type.add_read_set(MakeKey(kCounterTable, 1));
   EXPECT_EQ((*engine)->Submit(bad_type).code(), absl::StatusCode::kInvalidArgument);
   pb::Txn bad_table;
-  bad_table.set_type(kMicroTxnType);
+  bad_table.set_type(kRmwTxnType);
   bad_table.set_client_id(id);
   bad_table.add_read_set(MakeKey(77, 1));
   EXPECT_EQ((*engine)->Submit(bad_table).code(), absl::StatusCode::kInvalidArgument);
   pb::Txn bad_client;
-  bad_client.set_type(kMicroTxnType);
+  bad_client.set_type(kRmwTxnType);
   bad_client.set_client_id(id + 5);
   EXPECT_EQ((*engine)->Submit(bad_client).code(), absl::StatusCode::kInvalidArgument);
   pb::Txn good;
-  good.set_type(kMicroTxnType);
+  good.set_type(kRmwTxnType);
   good.set_client_id(id);
-  good.add_read_set(MakeKey(kMicroTable, 3));
-  good.add_write_set(MakeKey(kMicroTable, 3));
+  good.add_read_set(MakeKey(kCounterTable, 3));
+  good.add_write_set(MakeKey(kCounterTable, 3));
   EXPECT_TRUE((*engine)->Submit(good).ok());
   ASSERT_TRUE((*engine)->Stop().ok());
   EXPECT_EQ(client.count, 1) << "only the valid txn ran";
@@ -160,30 +158,30 @@ using namespace testing_util;  // NOLINT
 
 TEST(Engine, RefusesToStartWhenPartitionsHaveDifferentTables) {
   ProcedureRegistry procs;
-  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  ASSERT_TRUE(RegisterTestProcedures(&procs).ok());
   ModPartitioner parts(2);
   auto engine = Engine::Create(EngineOptions{}, &parts, &procs);
   ASSERT_TRUE(engine.ok());
-  for (PartitionId p = 0; p < 2; ++p) ASSERT_TRUE(LoadMicroTable((*engine)->store(p), parts, p, 10).ok());
+  for (PartitionId p = 0; p < 2; ++p) ASSERT_TRUE(LoadCounterTable((*engine)->store(p), parts, p, 10).ok());
   ASSERT_TRUE((*engine)->store(0)->CreateTable(TableOptions{2, "only_here", 8, 16}).ok());
   EXPECT_EQ((*engine)->Start().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(Engine, BoundsTxnsAcceptedButNotAnswered) {
   ProcedureRegistry procs;
-  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  ASSERT_TRUE(RegisterTestProcedures(&procs).ok());
   ModPartitioner parts(1);
   EngineOptions o;
   o.max_pending = 5;
   auto engine = Engine::Create(o, &parts, &procs);
   ASSERT_TRUE(engine.ok());
-  ASSERT_TRUE(LoadMicroTable((*engine)->store(0), parts, 0, 10).ok());
+  ASSERT_TRUE(LoadCounterTable((*engine)->store(0), parts, 0, 10).ok());
   ResultCollector client;
   const uint64_t id = (*engine)->RegisterClient(&client);
   pb::Txn t;
-  t.set_type(kMicroTxnType);
+  t.set_type(kRmwTxnType);
   t.set_client_id(id);
-  t.add_read_set(MakeKey(kMicroTable, 1));
+  t.add_read_set(MakeKey(kCounterTable, 1));
   // Not started: nothing is answered, so the sixth txn exceeds the bound.
   for (int i = 0; i < 5; ++i) {
     t.set_client_seq(i);
@@ -202,7 +200,7 @@ TEST(Engine, BoundsTxnsAcceptedButNotAnswered) {
 // still equal the serial executor.
 TEST(Engine, LargeTxnsEqualTheSerialExecutor) {
   ProcedureRegistry procs;
-  ASSERT_TRUE(RegisterMicroProcedures(&procs).ok());
+  ASSERT_TRUE(RegisterTestProcedures(&procs).ok());
   ModPartitioner parts(2);
   EngineOptions o;
   o.record_history = true;
@@ -210,18 +208,18 @@ TEST(Engine, LargeTxnsEqualTheSerialExecutor) {
   auto engine = Engine::Create(o, &parts, &procs);
   ASSERT_TRUE(engine.ok());
   constexpr uint64_t kRecords = 500;
-  for (PartitionId p = 0; p < 2; ++p) ASSERT_TRUE(LoadMicroTable((*engine)->store(p), parts, p, kRecords).ok());
+  for (PartitionId p = 0; p < 2; ++p) ASSERT_TRUE(LoadCounterTable((*engine)->store(p), parts, p, kRecords).ok());
   ResultCollector client;
   const uint64_t id = (*engine)->RegisterClient(&client);
   ASSERT_TRUE((*engine)->Start().ok());
   std::mt19937_64 rng(5);
   for (int i = 0; i < 60; ++i) {
     pb::Txn t;
-    t.set_type(kMicroTxnType);
+    t.set_type(kRmwTxnType);
     t.set_client_id(id);
     t.set_client_seq(i);
     for (int j = 0; j < 120; ++j) {
-      const Key k = MakeKey(kMicroTable, rng() % (2 * kRecords));
+      const Key k = MakeKey(kCounterTable, rng() % (2 * kRecords));
       t.add_read_set(k);
       if (j % 3 == 0) t.add_write_set(k);
     }
@@ -232,7 +230,7 @@ TEST(Engine, LargeTxnsEqualTheSerialExecutor) {
   std::vector<PartitionStore*> raw;
   for (PartitionId p = 0; p < 2; ++p) {
     stores.push_back(std::make_unique<PartitionStore>());
-    ASSERT_TRUE(LoadMicroTable(stores.back().get(), parts, p, kRecords).ok());
+    ASSERT_TRUE(LoadCounterTable(stores.back().get(), parts, p, kRecords).ok());
     raw.push_back(stores.back().get());
   }
   SerialExecutor serial(&parts, &procs, raw);

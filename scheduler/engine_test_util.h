@@ -1,5 +1,5 @@
 // Shared by the engine tests: a random read/write procedure with
-// deterministic aborts, a seeded txn generator over the micro table, and a
+// deterministic aborts, a seeded txn generator over the counter table of test_workload.h, and a
 // TxnClient that collects results.
 #ifndef DETDB_SCHEDULER_ENGINE_TEST_UTIL_H_
 #define DETDB_SCHEDULER_ENGINE_TEST_UTIL_H_
@@ -13,10 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/micro.h"
 #include "common/hash.h"
 #include "scheduler/engine.h"
-#include "storage/micro_table.h"
+#include "scheduler/test_workload.h"
 
 namespace detdb {
 namespace testing_util {
@@ -57,7 +56,7 @@ inline std::vector<pb::Txn> RandomTxns(uint64_t seed, int n, uint32_t partitions
   const uint64_t rows = kRecordsPerPartition * partitions;
   auto key = [&]() -> Key {
     const uint64_t r = rng() % 4 == 0 ? rng() % (2 * partitions) : rng() % rows;  // hot rows
-    return MakeKey(kMicroTable, r);
+    return MakeKey(kCounterTable, r);
   };
   for (int i = 0; i < n; ++i) {
     pb::Txn t;
@@ -70,7 +69,7 @@ inline std::vector<pb::Txn> RandomTxns(uint64_t seed, int n, uint32_t partitions
       for (int j = 0; j < nw; ++j) t.add_write_set(key());
       if (nr + nw == 0) t.add_read_set(key());
     } else {
-      t.set_type(kMicroTxnType);
+      t.set_type(kRmwTxnType);
       const int nk = 1 + static_cast<int>(rng() % 5);
       for (int j = 0; j < nk; ++j) {
         const Key k = key();

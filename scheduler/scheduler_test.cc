@@ -11,12 +11,12 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/micro.h"
+#include "scheduler/test_workload.h"
 #include "sequencer/epoch_batcher.h"
-#include "storage/micro_table.h"
 
 namespace detdb {
 namespace {
+using namespace testing_util;  // NOLINT
 
 class Replies : public ReplySink {
  public:
@@ -41,14 +41,14 @@ bool WaitFor(F cond) {
 class TwoPartitions : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(RegisterMicroProcedures(&procs_).ok());
+    ASSERT_TRUE(RegisterTestProcedures(&procs_).ok());
     Build();
   }
   // Fresh stores and schedulers for both partitions, and the batch of T, U.
   void Build() {
     for (PartitionId p = 0; p < 2; ++p) {
       stores_[p] = std::make_unique<PartitionStore>();
-      ASSERT_TRUE(LoadMicroTable(stores_[p].get(), parts_, p, 10).ok());
+      ASSERT_TRUE(LoadCounterTable(stores_[p].get(), parts_, p, 10).ok());
       SchedulerOptions o;
       o.partition = p;
       o.workers = 1;  // one worker: parking must not block it
@@ -59,15 +59,15 @@ class TwoPartitions : public ::testing::Test {
     }
     // T: reads row 1 (partition 1, passive), reads and writes row 0 (partition 0).
     pb::Txn t;
-    t.set_type(kMicroTxnType);
-    t.add_read_set(MakeKey(kMicroTable, 1));
-    t.add_read_set(MakeKey(kMicroTable, 0));
-    t.add_write_set(MakeKey(kMicroTable, 0));
+    t.set_type(kRmwTxnType);
+    t.add_read_set(MakeKey(kCounterTable, 1));
+    t.add_read_set(MakeKey(kCounterTable, 0));
+    t.add_write_set(MakeKey(kCounterTable, 0));
     // U: later, single-partition at partition 0, no conflict with T.
     pb::Txn u;
-    u.set_type(kMicroTxnType);
-    u.add_read_set(MakeKey(kMicroTable, 2));
-    u.add_write_set(MakeKey(kMicroTable, 2));
+    u.set_type(kRmwTxnType);
+    u.add_read_set(MakeKey(kCounterTable, 2));
+    u.add_write_set(MakeKey(kCounterTable, 2));
     EpochBatcher b(0, &parts_);
     ASSERT_TRUE(b.Add(&t));
     ASSERT_TRUE(b.Add(&u));

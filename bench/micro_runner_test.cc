@@ -1,0 +1,51 @@
+// The in-process closed-loop driver of the microbenchmark and its latency
+// histogram.
+#include "bench/micro_runner.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "bench/histogram.h"
+#include "lockmgr/lock_manager.h"
+
+namespace detdb {
+namespace {
+
+TEST(LatencyHistogram, PercentilesWithinBucketError) {
+  LatencyHistogram h;
+  for (uint64_t v = 1; v <= 100000; ++v) h.Record(v * 10);
+  EXPECT_EQ(h.count(), 100000u);
+  EXPECT_NEAR(static_cast<double>(h.Percentile(0.5)), 500000, 500000 * 0.07);
+  EXPECT_NEAR(static_cast<double>(h.Percentile(0.99)), 990000, 990000 * 0.07);
+  EXPECT_GE(h.Percentile(1.0), 1000000u);
+}
+
+// Every lock manager commits the same txns and reaches the same state.
+TEST(RunMicro, EveryLockManagerReachesTheSameDigest) {
+  MicroRunOptions o;
+  o.workload.partitions = 2;
+  o.workload.records_per_partition = 2000;
+  o.workload.contention = 0.05;
+  o.workload.write_fraction = 0.7;
+  o.workload.multipartition = 0.2;
+  o.workers = 2;
+  o.epoch_us = 300;
+  o.txns = 3000;
+  o.outstanding = 300;
+  o.lock.table_size = 1 << 12;
+  uint64_t digest = 0;
+  for (const std::string& name : LockManagerNames()) {
+    o.lock_manager = name;
+    auto r = RunMicro(o);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status();
+    EXPECT_EQ(r->committed, 3000u) << name;
+    EXPECT_GT(r->txns_per_sec, 0) << name;
+    EXPECT_GT(r->p99_us, 0u) << name;
+    if (digest == 0) digest = r->digest;
+    EXPECT_EQ(r->digest, digest) << name;
+  }
+}
+
+}  // namespace
+}  // namespace detdb

@@ -1,0 +1,85 @@
+// Runs TPC-C against detdb: in one process (an Engine with --partitions
+// partitions, warehouses spread over them, loaded here) or against a
+// running cluster whose nodes loaded TPC-C (`detdb --workload=tpcc`).
+// One closed-loop client keeps `outstanding` txns in flight; dependent txns
+// (Delivery, Stock-Level) run their reconnaissance first, and one whose
+// reconnaissance no longer holds is restarted (counted). After the run the
+// consistency checker runs on the database (in a cluster: every node checks
+// its partitions at one epoch boundary).
+//
+// Thread-safety: RunTpcc blocks the calling thread; progress callbacks run
+// on it.
+#ifndef DETDB_BENCH_TPCC_RUNNER_H_
+#define DETDB_BENCH_TPCC_RUNNER_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "workloads/tpcc/generator.h"
+#include "workloads/tpcc/random.h"
+#include "lockmgr/lock_manager.h"
+#include "proto/cluster.pb.h"
+#include "proto/detdb.pb.h"
+
+namespace detdb {
+namespace tpcc {
+
+struct TpccRunOptions {
+  Scale scale;                     // in a cluster: taken from the nodes
+  uint64_t load_seed = 1;          // in a cluster: taken from the nodes
+  uint64_t seed = 1;               // the client's input stream
+  Mix mix;
+  double remote_line = 0.01, remote_payment = 0.15;
+  // One process:
+  std::string lock_manager = "dclp";
+  uint32_t partitions = 1;
+  uint32_t workers = 1;
+  bool release_on_workers = true;  // see SchedulerOptions
+  uint64_t epoch_us = 1000;
+  LockManagerOptions lock;
+  bool record_history = false;     // keep the batches (tests replay them)
+  // A cluster instead:
+  std::optional<pb::ClusterConfig> cluster;
+  // The client:
+  uint32_t outstanding = 200;
+  uint64_t txns = 0;               // stop after this many committed or rolled back txns (0: duration)
+  double duration_s = 5;
+  bool check = true;               // run the consistency checker afterwards
+  // About once a second: (seconds, New-Orders committed, txns committed).
+  std::function<void(double, uint64_t, uint64_t)> progress;
+};
+
+struct KindResult {
+  uint64_t committed = 0;          // committed
+  uint64_t rolled_back = 0;        // New-Order's 1% rollback (an expected, deterministic abort)
+  uint64_t restarts = 0;           // reconnaissance no longer held: run again
+  uint64_t refused = 0;            // refused before sequencing (should stay 0)
+  uint64_t p50_us = 0, p90_us = 0, p99_us = 0;  // first submission (recon included) to commit
+};
+
+struct TpccRunResult {
+  std::string lock_manager;
+  uint32_t warehouses = 0, partitions = 0, nodes = 0;
+  double seconds = 0;
+  uint64_t committed = 0;          // all kinds, rollbacks included (they complete)
+  double txns_per_sec = 0;
+  double new_orders_per_min = 0;   // committed New-Orders per minute (tpmC-like)
+  double restart_rate = 0;         // restarts / (committed + restarts) of the dependent txns
+  std::array<KindResult, kNumKinds> kinds;
+  bool consistency_checked = false, consistency_ok = false;
+  std::vector<std::string> consistency_failures;
+  uint64_t digest = 0;             // one process only
+  std::vector<std::shared_ptr<const pb::Batch>> history;  // one process, record_history
+};
+
+absl::StatusOr<TpccRunResult> RunTpcc(const TpccRunOptions& options);
+
+}  // namespace tpcc
+}  // namespace detdb
+
+#endif  // DETDB_BENCH_TPCC_RUNNER_H_

@@ -1,0 +1,230 @@
+#include "client/client.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace detdb {
+
+using Clock = std::chrono::steady_clock;
+
+Client::Client(const std::string& endpoint) : endpoint_(endpoint), socket_(ctx_, zmq::socket_type::dealer) {}
+
+Client::~Client() = default;
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& endpoint) {
+  std::unique_ptr<Client> c(new Client(endpoint));
+  try {
+    c->socket_.set(zmq::sockopt::linger, 0);
+    c->socket_.set(zmq::sockopt::sndhwm, 100000);
+    c->socket_.set(zmq::sockopt::rcvhwm, 0);
+    c->socket_.set(zmq::sockopt::reconnect_ivl, 50);
+    // A stable identity: after a reconnect the node still routes this
+    // connection's pending results here.
+    std::random_device rd;
+    std::string id(16, '\0');
+    for (char& ch : id) ch = static_cast<char>(rd());
+    id[0] = 'c';  // routing ids must not start with a zero byte
+    c->socket_.set(zmq::sockopt::routing_id, id);
+    c->socket_.connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot connect to ", endpoint, ": ", e.what()));
+  }
+  return c;
+}
+
+absl::Status Client::Send(const pb::ClientRequest& request) {
+  const size_t size = request.ByteSizeLong();
+  zmq::message_t frame(size);
+  request.SerializeWithCachedSizesToArray(static_cast<uint8_t*>(frame.data()));
+  try {
+    if (!socket_.send(frame, zmq::send_flags::dontwait))
+      return absl::UnavailableError(absl::StrCat(endpoint_, ": send queue full (node unreachable?)"));
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(absl::StrCat(endpoint_, ": ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Client::SubmitTxns(const std::vector<pb::Txn>& txns) {
+  pb::ClientRequest r;
+  r.mutable_txns()->Reserve(static_cast<int>(txns.size()));
+  for (const pb::Txn& t : txns) *r.add_txns() = t;
+  return Send(r);
+}
+
+absl::StatusOr<std::optional<pb::ClientReply>> Client::Receive(std::chrono::milliseconds timeout) {
+  if (!stash_.empty()) {
+    pb::ClientReply r = std::move(stash_.front());
+    stash_.pop_front();
+    return std::optional<pb::ClientReply>(std::move(r));
+  }
+  zmq::message_t frame;
+  try {
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, timeout) == 0) return std::optional<pb::ClientReply>();
+    if (!socket_.recv(frame, zmq::recv_flags::dontwait)) return std::optional<pb::ClientReply>();
+    while (frame.more()) (void)socket_.recv(frame, zmq::recv_flags::none);  // not from a node: drop
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(absl::StrCat(endpoint_, ": ", e.what()));
+  }
+  pb::ClientReply r;
+  if (!r.ParseFromArray(frame.data(), static_cast<int>(frame.size())))
+    return absl::InternalError(absl::StrCat(endpoint_, ": reply does not parse"));
+  return std::optional<pb::ClientReply>(std::move(r));
+}
+
+absl::StatusOr<pb::ClientReply> Client::Call(pb::ClientRequest request, std::chrono::milliseconds timeout) {
+  const uint64_t id = next_request_id_++;
+  request.set_request_id(id);
+  absl::Status s = Send(request);
+  if (!s.ok()) return s;
+  const auto deadline = Clock::now() + timeout;
+  std::deque<pb::ClientReply> others;
+  absl::StatusOr<pb::ClientReply> out = absl::DeadlineExceededError(absl::StrCat(endpoint_, ": no reply"));
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    zmq::message_t frame;
+    try {
+      zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+      if (zmq::poll(&item, 1, left) == 0) continue;
+      if (!socket_.recv(frame, zmq::recv_flags::dontwait)) continue;
+    } catch (const zmq::error_t& e) {
+      out = absl::UnavailableError(absl::StrCat(endpoint_, ": ", e.what()));
+      break;
+    }
+    pb::ClientReply r;
+    if (!r.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) continue;
+    if (r.request_id() != id) {  // a txn result or an older reply: keep it
+      others.push_back(std::move(r));
+      continue;
+    }
+    if (r.status() != pb::STATUS_OK)
+      out = absl::Status(r.status() == pb::STATUS_UNAVAILABLE ? absl::StatusCode::kUnavailable
+                                                               : absl::StatusCode::kInvalidArgument,
+                         r.error());
+    else
+      out = std::move(r);
+    break;
+  }
+  for (auto& r : others) stash_.push_back(std::move(r));
+  return out;
+}
+
+absl::StatusOr<pb::NodeInfo> Client::Info(std::chrono::milliseconds timeout) {
+  pb::ClientRequest r;
+  r.set_info(true);
+  auto reply = Call(r, timeout);
+  if (!reply.ok()) return reply.status();
+  return reply->info();
+}
+
+absl::StatusOr<std::vector<pb::PartitionDigest>> Client::Digests(uint64_t epoch, std::chrono::milliseconds timeout) {
+  pb::ClientRequest r;
+  r.set_digest(true);
+  r.set_digest_epoch(epoch);
+  auto reply = Call(r, timeout);
+  if (!reply.ok()) return reply.status();
+  return std::vector<pb::PartitionDigest>(reply->digests().begin(), reply->digests().end());
+}
+
+absl::StatusOr<pb::ClientReply> Client::Check(uint64_t epoch, std::chrono::milliseconds timeout) {
+  pb::ClientRequest r;
+  r.set_check(true);
+  r.set_check_epoch(epoch);
+  return Call(r, timeout);
+}
+
+absl::StatusOr<std::vector<pb::Batch>> Client::History(std::chrono::milliseconds timeout) {
+  pb::ClientRequest r;
+  r.set_history(true);
+  auto reply = Call(r, timeout);
+  if (!reply.ok()) return reply.status();
+  return std::vector<pb::Batch>(reply->history().begin(), reply->history().end());
+}
+
+absl::StatusOr<std::unique_ptr<ClusterClient>> ClusterClient::Connect(const pb::ClusterConfig& config) {
+  std::unique_ptr<ClusterClient> c(new ClusterClient());
+  c->config_ = config;
+  uint32_t max_id = 0;
+  for (const auto& n : config.nodes()) max_id = std::max(max_id, n.id());
+  c->nodes_.resize(max_id + 1);
+  c->node_of_.resize(config.num_partitions());
+  for (const auto& n : config.nodes()) {
+    auto client = Client::Connect(absl::StrCat("tcp://", n.host(), ":", n.client_port()));
+    if (!client.ok()) return client.status();
+    c->nodes_[n.id()] = std::move(*client);
+    for (uint32_t p : n.partitions())
+      if (p < c->node_of_.size()) c->node_of_[p] = n.id();
+  }
+  for (const auto& n : c->nodes_)
+    if (n == nullptr) return absl::InvalidArgumentError("node ids must be 0 .. N-1");
+  return c;
+}
+
+absl::StatusOr<std::optional<std::pair<uint32_t, pb::ClientReply>>> ClusterClient::Receive(
+    std::chrono::milliseconds timeout) {
+  using Out = std::optional<std::pair<uint32_t, pb::ClientReply>>;
+  const uint32_t n = num_nodes();
+  for (uint32_t k = 0; k < n; ++k) {  // stashed replies first
+    const uint32_t i = (next_ + k) % n;
+    if (nodes_[i]->has_stashed()) {
+      auto r = nodes_[i]->Receive(std::chrono::milliseconds(0));
+      if (!r.ok()) return r.status();
+      return Out(std::make_pair(i, std::move(**r)));
+    }
+  }
+  std::vector<zmq::pollitem_t> items(n);
+  for (uint32_t i = 0; i < n; ++i) items[i] = {nodes_[i]->socket_handle(), 0, ZMQ_POLLIN, 0};
+  try {
+    if (zmq::poll(items, timeout) == 0) return Out();
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(e.what());
+  }
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t i = (next_ + k) % n;
+    if ((items[i].revents & ZMQ_POLLIN) == 0) continue;
+    next_ = (i + 1) % n;
+    auto r = nodes_[i]->Receive(std::chrono::milliseconds(0));
+    if (!r.ok()) return r.status();
+    if (!r->has_value()) continue;
+    return Out(std::make_pair(i, std::move(**r)));
+  }
+  return Out();
+}
+
+absl::StatusOr<std::vector<pb::NodeInfo>> ClusterClient::InfoAll(std::chrono::milliseconds timeout) {
+  std::vector<pb::NodeInfo> out;
+  for (auto& n : nodes_) {
+    auto info = n->Info(timeout);
+    if (!info.ok()) return info.status();
+    out.push_back(*info);
+  }
+  return out;
+}
+
+absl::Status ClusterClient::WaitReady(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  absl::Status last = absl::DeadlineExceededError("no node answered");
+  while (Clock::now() < deadline) {
+    bool all = true;
+    for (uint32_t i = 0; i < num_nodes() && all; ++i) {
+      auto info = nodes_[i]->Info(std::chrono::milliseconds(500));
+      if (!info.ok()) {
+        last = absl::UnavailableError(absl::StrCat("node ", i, " (", nodes_[i]->endpoint(), ") does not answer"));
+        all = false;
+      } else if (!info->ready()) {
+        last = absl::UnavailableError(absl::StrCat("node ", i, " is not ready (waiting for its peers)"));
+        all = false;
+      }
+    }
+    if (all) return absl::OkStatus();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("cluster not ready: ", last.message()));
+}
+
+}  // namespace detdb

@@ -1,0 +1,104 @@
+// The detdb client library: a connection to one node's client port
+// (Client, a ZeroMQ DEALER) and to every node of a cluster (ClusterClient).
+// Requests and replies are the pb::ClientRequest / pb::ClientReply of
+// proto/client.proto. Txns are sent without waiting (many may be in
+// flight); their results come back through Receive(). The synchronous
+// calls (Info, Digests, History) keep any txn results that arrive meanwhile
+// for the next Receive().
+//
+//   auto c = Client::Connect("tcp://127.0.0.1:41001");
+//   pb::Txn t = ...; t.set_client_id(id); t.set_client_seq(++seq);
+//   (*c)->SubmitTxns({t});
+//   auto reply = (*c)->Receive(std::chrono::seconds(1));  // reply->results()
+//
+// Client ids are the client's own choice (nonzero); a node refuses a txn
+// whose client_seq is not above the last one it accepted for that id.
+// Thread-safety: not thread-safe; one thread per Client / ClusterClient.
+#ifndef DETDB_CLIENT_CLIENT_H_
+#define DETDB_CLIENT_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/client.pb.h"
+#include "proto/cluster.pb.h"
+#include "zmq.hpp"
+
+namespace detdb {
+
+class Client {
+ public:
+  // endpoint: "tcp://host:port". Connecting is lazy (ZeroMQ retries), so
+  // this fails only on a malformed endpoint.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& endpoint);
+  ~Client();
+
+  // Sends one request frame. Unavailable if the node is unreachable and the
+  // send queue is full.
+  absl::Status Send(const pb::ClientRequest& request);
+  absl::Status SubmitTxns(const std::vector<pb::Txn>& txns);
+  // The next reply (a stashed one first), or nullopt after timeout.
+  // Internal if a reply does not parse; Unavailable on a socket error.
+  absl::StatusOr<std::optional<pb::ClientReply>> Receive(std::chrono::milliseconds timeout);
+
+  absl::StatusOr<pb::NodeInfo> Info(std::chrono::milliseconds timeout);
+  // Digests of the node's partitions at the boundary of `epoch` (see
+  // pb::ClientRequest::digest_epoch): comparable across nodes, also under load.
+  absl::StatusOr<std::vector<pb::PartitionDigest>> Digests(uint64_t epoch, std::chrono::milliseconds timeout);
+  // The workload's consistency check of the node's partitions at the
+  // boundary of `epoch` (reply fields consistency_*).
+  absl::StatusOr<pb::ClientReply> Check(uint64_t epoch, std::chrono::milliseconds timeout);
+  // The node's sequencer batches (node started with --record_history).
+  absl::StatusOr<std::vector<pb::Batch>> History(std::chrono::milliseconds timeout);
+
+  const std::string& endpoint() const { return endpoint_; }
+  // For zmq::poll over several clients.
+  void* socket_handle() { return socket_.handle(); }
+  bool has_stashed() const { return !stash_.empty(); }
+
+ private:
+  explicit Client(const std::string& endpoint);
+  absl::StatusOr<pb::ClientReply> Call(pb::ClientRequest request, std::chrono::milliseconds timeout);
+
+  const std::string endpoint_;
+  zmq::context_t ctx_{1};
+  zmq::socket_t socket_;
+  uint64_t next_request_id_ = 1;
+  std::deque<pb::ClientReply> stash_;
+};
+
+class ClusterClient {
+ public:
+  // One connection per node of config (which must be valid).
+  static absl::StatusOr<std::unique_ptr<ClusterClient>> Connect(const pb::ClusterConfig& config);
+
+  uint32_t num_nodes() const { return static_cast<uint32_t>(nodes_.size()); }
+  Client* node(uint32_t id) { return nodes_.at(id).get(); }
+  // The node serving partition p.
+  uint32_t NodeOfPartition(uint32_t p) const { return node_of_.at(p); }
+  const pb::ClusterConfig& config() const { return config_; }
+
+  // The next reply from any node: (node id, reply), or nullopt after timeout.
+  absl::StatusOr<std::optional<std::pair<uint32_t, pb::ClientReply>>> Receive(std::chrono::milliseconds timeout);
+  // Info of every node (by node id).
+  absl::StatusOr<std::vector<pb::NodeInfo>> InfoAll(std::chrono::milliseconds timeout);
+  // Waits until every node answers and is ready.
+  absl::Status WaitReady(std::chrono::milliseconds timeout);
+
+ private:
+  pb::ClusterConfig config_;
+  std::vector<std::unique_ptr<Client>> nodes_;  // by node id
+  std::vector<uint32_t> node_of_;               // by partition
+  uint32_t next_ = 0;                           // fairness of Receive
+};
+
+}  // namespace detdb
+
+#endif  // DETDB_CLIENT_CLIENT_H_

@@ -1,0 +1,580 @@
+// The TPC-C stored procedures (clause 2.4 - 2.8). See procedures.h for the
+// read and write sets each one expects.
+//
+// Two rules shape the code:
+//  - A multi-partition txn (New-Order with a remote supply warehouse,
+//    Payment of a remote customer) runs on every writing partition with the
+//    same reads, and each partition applies only its own writes. So the
+//    result and the abort decision depend only on the txn and its declared
+//    reads, never on which partition runs the procedure.
+//  - Reads of declared keys do not see the txn's own writes (covered reads
+//    do), so a row written twice in one txn (a STOCK row of an item ordered
+//    twice) is tracked here.
+#include "workloads/tpcc/procedures.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "workloads/tpcc/schema.h"
+#include "proto/tpcc.pb.h"
+
+namespace detdb {
+namespace tpcc {
+namespace {
+
+namespace tp = pb::tpcc;
+
+template <typename Row>
+void Zero(Row* row) {
+  std::memset(row, 0, sizeof(Row));
+}
+
+// Reads key's row: the status of Read (InvalidArgument: not declared or
+// covered; NotFound: no record), or Internal for a row of the wrong size.
+template <typename Row>
+absl::Status ReadRow(TxnContext* ctx, Key key, Row* row) {
+  absl::StatusOr<std::string_view> v = ctx->Read(key);
+  if (!v.ok()) return v.status();
+  if (!Parse(*v, row))
+    return absl::InternalError(absl::StrCat("record of key ", key, " has ", v->size(), " bytes, not ", sizeof(Row)));
+  return absl::OkStatus();
+}
+
+template <typename Row>
+absl::Status WriteRow(TxnContext* ctx, Key key, const Row& row) {
+  return ctx->Write(key, Bytes(row));
+}
+
+template <typename Args>
+absl::Status ParseArgs(TxnContext* ctx, Args* args) {
+  if (!args->ParseFromString(ctx->txn().args()))
+    return absl::InvalidArgumentError(absl::StrCat("cannot parse ", args->GetTypeName()));
+  return absl::OkStatus();
+}
+
+// Debian's Abseil has its own string_view: absl::StrCat takes std::string_view
+// only through this.
+absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+bool ValidWarehouse(uint32_t w) { return w >= 1 && w <= kMaxWarehouses; }
+bool ValidDistrict(uint32_t d) { return d >= 1 && d <= kDistrictsPerWarehouse; }
+// Customer and order ids live in the low 32 bits of a key (order lines: 28).
+bool ValidOrderId(uint32_t o) { return o >= 1 && o < (1u << 28); }
+
+int64_t Timestamp(TxnContext* ctx) { return static_cast<int64_t>(ctx->txn().id()); }
+
+// "12.34" for 1234 cents.
+std::string Dollars(int64_t cents) {
+  const bool neg = cents < 0;
+  const uint64_t abs = neg ? 0 - static_cast<uint64_t>(cents) : static_cast<uint64_t>(cents);
+  const uint64_t frac = abs % 100;
+  return absl::StrCat(neg ? "-" : "", abs / 100, frac < 10 ? ".0" : ".", frac);
+}
+
+absl::Status Mismatch(std::string_view what) {
+  return absl::AbortedError(absl::StrCat(AV(kOllpMismatch), ": ", AV(what)));
+}
+
+// The oldest undelivered order of (w, d): NEW_ORDER_HEAD if below
+// D_NEXT_O_ID, else 0. Covered read: DISTRICT_NEXT(w, d) must be declared.
+absl::StatusOr<uint32_t> UndeliveredHead(TxnContext* ctx, uint32_t w, uint32_t d, const DistrictNextRow& district) {
+  OrderIdRow head;
+  absl::Status s = ReadRow(ctx, NewOrderHeadKey(w, d), &head);
+  if (!s.ok()) return s;
+  if (head.o_id < 1) return absl::InternalError(absl::StrCat("NEW_ORDER_HEAD of ", w, "/", d, " is ", head.o_id));
+  return head.o_id >= district.next_o_id ? 0u : static_cast<uint32_t>(head.o_id);
+}
+
+// Distinct item ids, ascending, of the order lines of (w, d)'s orders
+// [next_o_id - 20, next_o_id) (clause 2.8.2.2). Covered reads.
+absl::StatusOr<std::vector<uint32_t>> RecentItems(TxnContext* ctx, uint32_t w, uint32_t d, int32_t next_o_id) {
+  std::vector<uint32_t> items;
+  const int32_t first = std::max<int32_t>(1, next_o_id - 20);
+  for (int32_t o = first; o < next_o_id; ++o) {
+    OrderRow order;
+    absl::Status s = ReadRow(ctx, OrderKey(w, d, static_cast<uint32_t>(o)), &order);
+    if (absl::IsNotFound(s)) continue;  // never for a loaded database: ids below D_NEXT_O_ID are dense
+    if (!s.ok()) return s;
+    for (int32_t ol = 1; ol <= order.ol_cnt && ol <= static_cast<int32_t>(kMaxOrderLines); ++ol) {
+      OrderLineRow line;
+      s = ReadRow(ctx, OrderLineKey(w, d, static_cast<uint32_t>(o), static_cast<uint32_t>(ol)), &line);
+      if (absl::IsNotFound(s)) continue;
+      if (!s.ok()) return s;
+      items.push_back(static_cast<uint32_t>(line.i_id));
+    }
+  }
+  std::sort(items.begin(), items.end());
+  items.erase(std::unique(items.begin(), items.end()), items.end());
+  return items;
+}
+
+}  // namespace
+
+// ---- New-Order (clause 2.4.2) ----
+
+absl::Status NewOrder(TxnContext* ctx, std::string* result) {
+  // Arguments and result live on an arena with a stack block: their dozens
+  // of sub-messages and fields cost no heap allocation.
+  alignas(16) char block[4096];
+  google::protobuf::ArenaOptions arena_options;
+  arena_options.initial_block = block;
+  arena_options.initial_block_size = sizeof(block);
+  google::protobuf::Arena arena(arena_options);
+  tp::NewOrderArgs& a = *google::protobuf::Arena::CreateMessage<tp::NewOrderArgs>(&arena);
+  absl::Status s = ParseArgs(ctx, &a);
+  if (!s.ok()) return s;
+  const uint32_t w = a.w_id(), d = a.d_id(), c = a.c_id();
+  if (!ValidWarehouse(w) || !ValidDistrict(d) || c < 1)
+    return absl::InvalidArgumentError(absl::StrCat("bad New-Order warehouse/district/customer ", w, "/", d, "/", c));
+  if (a.lines_size() < 1 || a.lines_size() > static_cast<int>(kMaxOrderLines))
+    return absl::InvalidArgumentError(absl::StrCat("New-Order with ", a.lines_size(), " lines"));
+  for (const tp::OrderLineInput& in : a.lines()) {
+    if (!ValidWarehouse(in.supply_w_id()) || in.quantity() < 1 || in.quantity() > 10)
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad New-Order line: supply warehouse ", in.supply_w_id(), ", quantity ", in.quantity()));
+  }
+
+  // Items first: an unused item rolls the whole txn back (clause 2.4.2.3).
+  std::array<ItemRow, kMaxOrderLines> items;
+  std::array<Key, kMaxOrderLines> item_keys;
+  for (int i = 0; i < a.lines_size(); ++i) item_keys[i] = ItemKey(a.lines(i).i_id());
+  ctx->Prefetch(std::span<const Key>(item_keys.data(), a.lines_size()));
+  for (int i = 0; i < a.lines_size(); ++i) {
+    absl::StatusOr<std::string_view> v = ctx->ReadReplicated(ItemKey(a.lines(i).i_id()));
+    if (absl::IsNotFound(v.status()))
+      return absl::AbortedError(absl::StrCat(AV(kRollback), ": item ", a.lines(i).i_id(), " is unused"));
+    if (!v.ok()) return v.status();
+    if (!Parse(*v, &items[i])) return absl::InternalError("ITEM record of the wrong size");
+  }
+
+  // W_TAX and D_TAX from the static rows, D_NEXT_O_ID from DISTRICT_NEXT.
+  WarehouseRow wh;
+  DistrictRow district;
+  DistrictNextRow next;
+  CustomerRow customer;
+  if (!(s = ReadRow(ctx, WarehouseKey(w), &wh)).ok()) return s;
+  if (!(s = ReadRow(ctx, DistrictKey(w, d), &district)).ok()) return s;
+  if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &next)).ok()) return s;
+  if (!(s = ReadRow(ctx, CustomerKey(w, d, c), &customer)).ok()) return s;
+
+  const int32_t o_id = next.next_o_id;
+  if (o_id < 1 || !ValidOrderId(static_cast<uint32_t>(o_id) + 1))
+    return absl::InternalError(absl::StrCat("D_NEXT_O_ID of ", w, "/", d, " is ", o_id));
+  next.next_o_id = o_id + 1;
+  if (!(s = WriteRow(ctx, DistrictNextKey(w, d), next)).ok()) return s;
+
+  tp::NewOrderResult& r = *google::protobuf::Arena::CreateMessage<tp::NewOrderResult>(&arena);
+  r.set_o_id(static_cast<uint32_t>(o_id));
+  r.set_c_last(GetField(customer.last).data(), GetField(customer.last).size());
+  r.set_c_credit(GetField(customer.credit).data(), GetField(customer.credit).size());
+  r.set_c_discount(customer.discount);
+  r.set_w_tax(wh.tax);
+  r.set_d_tax(district.tax);
+
+  // STOCK rows updated so far (an item may appear on two lines).
+  std::array<std::pair<Key, StockRow>, kMaxOrderLines> stocks;
+  size_t num_stocks = 0;
+  bool all_local = true;
+  int64_t sum = 0;
+  for (int i = 0; i < a.lines_size(); ++i) {
+    const tp::OrderLineInput& in = a.lines(i);
+    const uint32_t supply_w = in.supply_w_id();
+    const int32_t qty = static_cast<int32_t>(in.quantity());
+    const Key sk = StockKey(supply_w, in.i_id());
+    auto it = std::find_if(stocks.begin(), stocks.begin() + num_stocks, [sk](const auto& e) { return e.first == sk; });
+    if (it == stocks.begin() + num_stocks) {
+      it->first = sk;
+      if (!(s = ReadRow(ctx, sk, &it->second)).ok()) return s;
+      ++num_stocks;
+    }
+    StockRow& stock = it->second;
+    // Clause 2.4.2.2.
+    if (stock.quantity >= qty + 10) {
+      stock.quantity -= qty;
+    } else {
+      stock.quantity = stock.quantity - qty + 91;
+    }
+    stock.ytd += qty;
+    stock.order_cnt += 1;
+    if (supply_w != w) {
+      stock.remote_cnt += 1;
+      all_local = false;
+    }
+    if (!(s = WriteRow(ctx, sk, stock)).ok()) return s;
+
+    const int64_t amount = static_cast<int64_t>(qty) * items[i].price;
+    sum += amount;
+    const bool original = Contains(GetField(items[i].data), "ORIGINAL") && Contains(GetField(stock.data), "ORIGINAL");
+
+    OrderLineRow line;
+    Zero(&line);
+    line.i_id = static_cast<int32_t>(in.i_id());
+    line.supply_w_id = static_cast<int32_t>(supply_w);
+    line.delivery_d = 0;
+    line.quantity = qty;
+    line.amount = amount;
+    std::memcpy(line.dist_info, stock.dist[d - 1], sizeof(line.dist_info));
+    if (!(s = WriteRow(ctx, OrderLineKey(w, d, static_cast<uint32_t>(o_id), static_cast<uint32_t>(i + 1)), line))
+             .ok())
+      return s;
+
+    r.add_s_quantity(stock.quantity);
+    r.add_ol_amount(amount);
+    r.mutable_brand_generic()->push_back(original ? 'B' : 'G');
+  }
+
+  OrderRow order;
+  Zero(&order);
+  order.c_id = static_cast<int32_t>(c);
+  order.entry_d = Timestamp(ctx);
+  order.carrier_id = 0;
+  order.ol_cnt = a.lines_size();
+  order.all_local = all_local ? 1 : 0;
+  if (!(s = WriteRow(ctx, OrderKey(w, d, static_cast<uint32_t>(o_id)), order)).ok()) return s;
+
+  NewOrderRow no;
+  Zero(&no);
+  no.o_id = o_id;
+  no.d_id = static_cast<int32_t>(d);
+  no.w_id = static_cast<int32_t>(w);
+  if (!(s = WriteRow(ctx, NewOrderKey(w, d, static_cast<uint32_t>(o_id)), no)).ok()) return s;
+
+  OrderIdRow last;
+  Zero(&last);
+  last.o_id = o_id;
+  if (!(s = WriteRow(ctx, CustomerLastOrderKey(w, d, c), last)).ok()) return s;
+
+  // total = sum * (1 - C_DISCOUNT) * (1 + W_TAX + D_TAX), rates in 1/10,000:
+  // exact in int64 (sum <= 15 * 10 * 100.00), rounded half up to a cent.
+  const int64_t scaled =
+      sum * (10000 - static_cast<int64_t>(customer.discount)) * (10000 + int64_t{wh.tax} + int64_t{district.tax});
+  r.set_total_amount((scaled + 50000000) / 100000000);
+  r.SerializeToString(result);
+  return absl::OkStatus();
+}
+
+// ---- Payment (clause 2.5.2) ----
+
+absl::Status Payment(TxnContext* ctx, std::string* result) {
+  tp::PaymentArgs a;
+  absl::Status s = ParseArgs(ctx, &a);
+  if (!s.ok()) return s;
+  const uint32_t w = a.w_id(), d = a.d_id(), c_w = a.c_w_id(), c_d = a.c_d_id(), c = a.c_id();
+  if (!ValidWarehouse(w) || !ValidDistrict(d) || !ValidWarehouse(c_w) || !ValidDistrict(c_d) || c < 1)
+    return absl::InvalidArgumentError(absl::StrCat("bad Payment ids ", w, "/", d, " customer ", c_w, "/", c_d, "/", c));
+  if (a.amount() <= 0) return absl::InvalidArgumentError(absl::StrCat("Payment of ", a.amount(), " cents"));
+  const int64_t amount = a.amount();
+
+  // The static rows for H_DATA's names; the YTDs from their own rows.
+  WarehouseRow wh;
+  DistrictRow district;
+  WarehouseYtdRow w_ytd;
+  DistrictYtdRow d_ytd;
+  CustomerRow customer;
+  if (!(s = ReadRow(ctx, WarehouseKey(w), &wh)).ok()) return s;
+  if (!(s = ReadRow(ctx, DistrictKey(w, d), &district)).ok()) return s;
+  if (!(s = ReadRow(ctx, WarehouseYtdKey(w), &w_ytd)).ok()) return s;
+  if (!(s = ReadRow(ctx, DistrictYtdKey(w, d), &d_ytd)).ok()) return s;
+  if (!(s = ReadRow(ctx, CustomerKey(c_w, c_d, c), &customer)).ok()) return s;
+
+  w_ytd.ytd += amount;
+  d_ytd.ytd += amount;
+  if (!(s = WriteRow(ctx, WarehouseYtdKey(w), w_ytd)).ok()) return s;
+  if (!(s = WriteRow(ctx, DistrictYtdKey(w, d), d_ytd)).ok()) return s;
+
+  customer.balance -= amount;
+  customer.ytd_payment += amount;
+  customer.payment_cnt += 1;
+  const bool bad_credit = GetField(customer.credit) == "BC";
+  if (bad_credit) {
+    std::string data = absl::StrCat(c, " ", c_d, " ", c_w, " ", d, " ", w, " ", Dollars(amount), " |",
+                                    AV(GetField(customer.data)));
+    if (data.size() > sizeof(customer.data)) data.resize(sizeof(customer.data));
+    SetField(customer.data, data);
+  }
+  if (!(s = WriteRow(ctx, CustomerKey(c_w, c_d, c), customer)).ok()) return s;
+
+  // HISTORY row at the district's next sequence number. HISTORY_SEQ is a
+  // read covered by DISTRICT_YTD, possible only on the district's partition: when a remote
+  // customer's partition runs this txn, the read fails there with
+  // FailedPrecondition (procedure.h) and the HISTORY writes, which that
+  // partition would not apply anyway, are skipped. Neither the outcome nor
+  // the result depends on them.
+  SeqRow seq;
+  s = ReadRow(ctx, HistorySeqKey(w, d), &seq);
+  if (absl::IsNotFound(s)) {
+    Zero(&seq);
+    s = absl::OkStatus();
+  }
+  if (s.ok()) {
+    HistoryRow h;
+    Zero(&h);
+    h.c_id = static_cast<int32_t>(c);
+    h.c_d_id = static_cast<int32_t>(c_d);
+    h.c_w_id = static_cast<int32_t>(c_w);
+    h.d_id = static_cast<int32_t>(d);
+    h.w_id = static_cast<int32_t>(w);
+    h.date = Timestamp(ctx);
+    h.amount = amount;
+    SetField(h.data, absl::StrCat(AV(GetField(wh.name)), "    ", AV(GetField(district.name))));
+    if (!(s = WriteRow(ctx, HistoryKey(w, d, seq.next), h)).ok()) return s;
+    seq.next += 1;
+    if (!(s = WriteRow(ctx, HistorySeqKey(w, d), seq)).ok()) return s;
+  } else if (!absl::IsFailedPrecondition(s)) {
+    return s;
+  }
+
+  tp::PaymentResult r;
+  r.set_c_balance(customer.balance);
+  r.set_c_credit(std::string(GetField(customer.credit)));
+  if (bad_credit) r.set_c_data(std::string(GetField(customer.data).substr(0, 200)));
+  *result = r.SerializeAsString();
+  return absl::OkStatus();
+}
+
+// ---- Order-Status (clause 2.6.2) ----
+
+absl::Status OrderStatus(TxnContext* ctx, std::string* result) {
+  tp::OrderStatusArgs a;
+  absl::Status s = ParseArgs(ctx, &a);
+  if (!s.ok()) return s;
+  const uint32_t w = a.w_id(), d = a.d_id(), c = a.c_id();
+  if (!ValidWarehouse(w) || !ValidDistrict(d) || c < 1)
+    return absl::InvalidArgumentError(absl::StrCat("bad Order-Status ids ", w, "/", d, "/", c));
+
+  CustomerRow customer;
+  if (!(s = ReadRow(ctx, CustomerKey(w, d, c), &customer)).ok()) return s;
+  tp::OrderStatusResult r;
+  r.set_c_balance(customer.balance);
+
+  OrderIdRow last;
+  s = ReadRow(ctx, CustomerLastOrderKey(w, d, c), &last);
+  if (s.ok() && last.o_id >= 1) {
+    const uint32_t o = static_cast<uint32_t>(last.o_id);
+    OrderRow order;
+    if (!(s = ReadRow(ctx, OrderKey(w, d, o), &order)).ok()) return s;
+    r.set_o_id(o);
+    r.set_o_entry_d(order.entry_d);
+    r.set_o_carrier_id(static_cast<uint32_t>(order.carrier_id));
+    for (int32_t ol = 1; ol <= order.ol_cnt && ol <= static_cast<int32_t>(kMaxOrderLines); ++ol) {
+      OrderLineRow line;
+      if (!(s = ReadRow(ctx, OrderLineKey(w, d, o, static_cast<uint32_t>(ol)), &line)).ok()) return s;
+      r.add_ol_i_id(static_cast<uint32_t>(line.i_id));
+      r.add_ol_amount(line.amount);
+      r.add_ol_delivery_d(line.delivery_d);
+    }
+  } else if (!s.ok() && !absl::IsNotFound(s)) {
+    return s;  // NotFound: the customer has no order yet (o_id 0)
+  }
+  *result = r.SerializeAsString();
+  return absl::OkStatus();
+}
+
+// ---- Delivery (clause 2.7.4) ----
+
+absl::Status Delivery(TxnContext* ctx, std::string* result) {
+  tp::DeliveryArgs a;
+  absl::Status s = ParseArgs(ctx, &a);
+  if (!s.ok()) return s;
+  const uint32_t w = a.w_id();
+  if (!ValidWarehouse(w) || a.carrier_id() < 1 || a.carrier_id() > 10)
+    return absl::InvalidArgumentError(absl::StrCat("bad Delivery warehouse ", w, " or carrier ", a.carrier_id()));
+  const int64_t now = Timestamp(ctx);
+
+  // The plans: per district, the orders the reconnaissance saw from the
+  // oldest undelivered one on, with their customers (whose keys are in the
+  // write set). The order delivered now must be one of them; several
+  // candidates let concurrent Deliveries of one warehouse all succeed
+  // instead of restarting each other.
+  std::vector<std::vector<const tp::DeliveryPlan*>> by_district(kDistrictsPerWarehouse + 1);
+  for (const tp::DeliveryPlan& plan : a.plans()) {
+    if (!ValidDistrict(plan.d_id()))
+      return absl::InvalidArgumentError(absl::StrCat("Delivery plan for district ", plan.d_id()));
+    by_district[plan.d_id()].push_back(&plan);
+  }
+  tp::DeliveryResult r;
+  for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
+    if (by_district[d].empty()) continue;
+    DistrictNextRow district;
+    if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &district)).ok()) return s;
+    absl::StatusOr<uint32_t> head = UndeliveredHead(ctx, w, d, district);
+    if (!head.ok()) return head.status();
+    tp::DeliveryPlan* done = r.add_delivered();
+    done->set_d_id(d);
+    if (*head == 0) continue;  // nothing to deliver in this district (clause 2.7.4.2)
+    const tp::DeliveryPlan* planned = nullptr;
+    for (const tp::DeliveryPlan* p : by_district[d])
+      if (p->o_id() == *head) planned = p;
+    if (planned == nullptr)
+      return Mismatch(absl::StrCat("district ", w, "/", d, " oldest undelivered order is ", *head,
+                                   ", not among the planned ones"));
+    const tp::DeliveryPlan& plan = *planned;
+    const uint32_t o = *head;
+
+    OrderRow order;
+    if (!(s = ReadRow(ctx, OrderKey(w, d, o), &order)).ok()) return s;
+    if (order.c_id < 1 || static_cast<uint32_t>(order.c_id) != plan.c_id())
+      return Mismatch(absl::StrCat("order ", w, "/", d, "/", o, " is customer ", order.c_id, "'s, planned ",
+                                   plan.c_id()));
+    const uint32_t c = plan.c_id();
+
+    NewOrderRow no;
+    s = ReadRow(ctx, NewOrderKey(w, d, o), &no);
+    if (absl::IsNotFound(s))
+      return absl::InternalError(
+          absl::StrCat("NEW_ORDER_HEAD of ", w, "/", d, " is ", o, " but it has no NEW_ORDER row"));
+    if (!s.ok()) return s;
+    if (!(s = ctx->Delete(NewOrderKey(w, d, o))).ok()) return s;
+
+    order.carrier_id = static_cast<int32_t>(a.carrier_id());
+    if (!(s = WriteRow(ctx, OrderKey(w, d, o), order)).ok()) return s;
+
+    int64_t sum = 0;
+    for (int32_t ol = 1; ol <= order.ol_cnt && ol <= static_cast<int32_t>(kMaxOrderLines); ++ol) {
+      const Key lk = OrderLineKey(w, d, o, static_cast<uint32_t>(ol));
+      OrderLineRow line;
+      if (!(s = ReadRow(ctx, lk, &line)).ok()) return s;
+      line.delivery_d = now;
+      sum += line.amount;
+      if (!(s = WriteRow(ctx, lk, line)).ok()) return s;
+    }
+
+    CustomerRow customer;
+    if (!(s = ReadRow(ctx, CustomerKey(w, d, c), &customer)).ok()) return s;
+    customer.balance += sum;
+    customer.delivery_cnt += 1;
+    if (!(s = WriteRow(ctx, CustomerKey(w, d, c), customer)).ok()) return s;
+
+    OrderIdRow next_head;
+    Zero(&next_head);
+    next_head.o_id = static_cast<int32_t>(o + 1);
+    if (!(s = WriteRow(ctx, NewOrderHeadKey(w, d), next_head)).ok()) return s;
+
+    done->set_o_id(o);
+    done->set_c_id(c);
+  }
+  *result = r.SerializeAsString();
+  return absl::OkStatus();
+}
+
+// ---- Stock-Level (clause 2.8.2) ----
+
+absl::Status StockLevel(TxnContext* ctx, std::string* result) {
+  tp::StockLevelArgs a;
+  absl::Status s = ParseArgs(ctx, &a);
+  if (!s.ok()) return s;
+  const uint32_t w = a.w_id(), d = a.d_id();
+  if (!ValidWarehouse(w) || !ValidDistrict(d))
+    return absl::InvalidArgumentError(absl::StrCat("bad Stock-Level district ", w, "/", d));
+
+  DistrictNextRow district;
+  if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &district)).ok()) return s;
+  // TPC-C does not require Stock-Level to be serializable: it must read
+  // committed data no older than the txn's start (its reconnaissance). So
+  // the window is the last 20 orders as of the reconnaissance
+  // (args.next_o_id), not as of now: New-Orders that came in since do not
+  // restart it. What it relied on, re-checked: the window still exists
+  // (D_NEXT_O_ID has not gone back) and every item of its lines (order
+  // lines never change item) has its stock in the read set.
+  if (a.next_o_id() == 0 || static_cast<int64_t>(a.next_o_id()) > district.next_o_id)
+    return Mismatch(absl::StrCat("district ", w, "/", d, " D_NEXT_O_ID is ", district.next_o_id, ", recon saw ",
+                                 a.next_o_id()));
+  absl::StatusOr<std::vector<uint32_t>> items = RecentItems(ctx, w, d, static_cast<int32_t>(a.next_o_id()));
+  if (!items.ok()) return items.status();
+
+  std::vector<Key> declared(ctx->txn().read_set().begin(), ctx->txn().read_set().end());
+  std::sort(declared.begin(), declared.end());
+  for (uint32_t i : *items) {
+    if (!std::binary_search(declared.begin(), declared.end(), StockKey(w, i)))
+      return Mismatch(absl::StrCat("district ", w, "/", d, " item ", i,
+                                   " of the last 20 orders before ", a.next_o_id(), " has no stock in the read set"));
+  }
+  uint32_t low = 0;
+  for (uint32_t i : *items) {
+    StockRow stock;
+    if (!(s = ReadRow(ctx, StockKey(w, i), &stock)).ok()) return s;
+    if (stock.quantity < static_cast<int32_t>(a.threshold())) ++low;
+  }
+  tp::StockLevelResult r;
+  r.set_low_stock(low);
+  *result = r.SerializeAsString();
+  return absl::OkStatus();
+}
+
+// ---- Reconnaissance ----
+
+absl::Status ReconDelivery(TxnContext* ctx, std::string* result) {
+  tp::ReconDeliveryArgs a;
+  absl::Status s = ParseArgs(ctx, &a);
+  if (!s.ok()) return s;
+  const uint32_t w = a.w_id();
+  if (!ValidWarehouse(w)) return absl::InvalidArgumentError(absl::StrCat("bad warehouse ", w));
+  tp::ReconDeliveryResult r;
+  for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
+    DistrictNextRow district;
+    if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &district)).ok()) return s;
+    absl::StatusOr<uint32_t> head = UndeliveredHead(ctx, w, d, district);
+    if (!head.ok()) return head.status();
+    if (*head == 0) {
+      r.add_plans()->set_d_id(d);  // o_id 0: none undelivered
+      continue;
+    }
+    // Up to kDeliveryCandidates orders from the head on (see Delivery).
+    for (uint32_t o = *head; o < static_cast<uint32_t>(district.next_o_id) && o < *head + kDeliveryCandidates; ++o) {
+      OrderRow order;
+      if (!(s = ReadRow(ctx, OrderKey(w, d, o), &order)).ok()) return s;
+      tp::DeliveryPlan* plan = r.add_plans();
+      plan->set_d_id(d);
+      plan->set_o_id(o);
+      plan->set_c_id(static_cast<uint32_t>(order.c_id));
+    }
+  }
+  *result = r.SerializeAsString();
+  return absl::OkStatus();
+}
+
+absl::Status ReconStockLevel(TxnContext* ctx, std::string* result) {
+  tp::ReconStockLevelArgs a;
+  absl::Status s = ParseArgs(ctx, &a);
+  if (!s.ok()) return s;
+  const uint32_t w = a.w_id(), d = a.d_id();
+  if (!ValidWarehouse(w) || !ValidDistrict(d))
+    return absl::InvalidArgumentError(absl::StrCat("bad district ", w, "/", d));
+  DistrictNextRow district;
+  if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &district)).ok()) return s;
+  absl::StatusOr<std::vector<uint32_t>> items = RecentItems(ctx, w, d, district.next_o_id);
+  if (!items.ok()) return items.status();
+  tp::ReconStockLevelResult r;
+  r.set_next_o_id(static_cast<uint32_t>(district.next_o_id));
+  for (uint32_t i : *items) r.add_i_ids(i);
+  *result = r.SerializeAsString();
+  return absl::OkStatus();
+}
+
+absl::Status RegisterProcedures(ProcedureRegistry* registry) {
+  const std::pair<uint32_t, std::pair<const char*, Procedure>> procs[] = {
+      {kNewOrderType, {"tpcc_new_order", &NewOrder}},
+      {kPaymentType, {"tpcc_payment", &Payment}},
+      {kOrderStatusType, {"tpcc_order_status", &OrderStatus}},
+      {kDeliveryType, {"tpcc_delivery", &Delivery}},
+      {kStockLevelType, {"tpcc_stock_level", &StockLevel}},
+      {kReconDeliveryType, {"tpcc_recon_delivery", &ReconDelivery}},
+      {kReconStockLevelType, {"tpcc_recon_stock_level", &ReconStockLevel}},
+  };
+  for (const auto& [type, entry] : procs) {
+    absl::Status s = registry->Register(type, entry.first, entry.second);
+    if (!s.ok()) return s;
+  }
+  registry->SetKeyCover(&Cover);
+  return absl::OkStatus();
+}
+
+}  // namespace tpcc
+}  // namespace detdb

@@ -1,0 +1,251 @@
+// TPC-C's schema in detdb: the nine tables of clause 1.3 with the spec's
+// columns (fixed-size rows; strings as zero-padded char arrays, money as
+// int64 cents, rates as int32 ten-thousandths, dates as int64 "timestamps"
+// derived from txn ids), the key encoding, the partitioning by warehouse
+// and the key cover that lets a district's lock cover its orders.
+//
+// WAREHOUSE and DISTRICT are partitioned vertically (clause 1.6): their
+// rows keep only the columns no txn updates (names, addresses, W_TAX,
+// D_TAX); W_YTD lives in WAREHOUSE_YTD, D_YTD in DISTRICT_YTD and
+// D_NEXT_O_ID in DISTRICT_NEXT, so that New-Order (D_NEXT_O_ID) and Payment
+// (W_YTD, D_YTD) lock disjoint keys.
+//
+// Keys: MakeKey(table, row), row = warehouse << 40 | rest (warehouse in
+// 1..65535), so that the warehouse, and with it the partition, of every key
+// but ITEM's is in the key:
+//   WAREHOUSE            w << 40                      (static columns)
+//   WAREHOUSE_YTD        w << 40                      -> W_YTD
+//   DISTRICT             w << 40 | d                  (static columns)
+//   DISTRICT_YTD         w << 40 | d                  -> D_YTD
+//   DISTRICT_NEXT        w << 40 | d                  -> D_NEXT_O_ID
+//   CUSTOMER             w << 40 | d << 32 | c
+//   HISTORY              w << 40 | d << 32 | seq     (w, d: the paying district; seq per district)
+//   NEW_ORDER, ORDER     w << 40 | d << 32 | o
+//   ORDER_LINE           w << 40 | d << 32 | o << 4 | ol   (ol in 1..15)
+//   ITEM                 i                            (replicated on every partition)
+//   STOCK                w << 40 | i
+// Three index tables, maintained by the txns under a district-level lock:
+//   CUSTOMER_LAST_ORDER  w << 40 | d << 32 | c  -> the customer's latest o_id
+//   NEW_ORDER_HEAD       w << 40 | d            -> the district's oldest undelivered o_id
+//   HISTORY_SEQ          w << 40 | d            -> the district's next history seq
+//
+// Locking: WAREHOUSE and DISTRICT rows are never written after loading, so
+// read locks on them never wait. The lock of DISTRICT_NEXT(w, d) covers
+// (scheduler/procedure.h, KeyCover) every ORDER, NEW_ORDER, ORDER_LINE,
+// CUSTOMER_LAST_ORDER and NEW_ORDER_HEAD row of that district; the lock of
+// DISTRICT_YTD(w, d) covers its HISTORY and HISTORY_SEQ rows. Order ids are
+// only known inside New-Order (D_NEXT_O_ID), so inserts cannot be declared
+// key by key; every txn touching those rows declares the cover instead:
+// New-Order and Delivery write DISTRICT_NEXT, Order-Status and Stock-Level
+// read it; Payment writes DISTRICT_YTD. DISTRICT covers nothing.
+//
+// Thread-safety: constants and pure functions.
+#ifndef DETDB_WORKLOADS_TPCC_SCHEMA_H_
+#define DETDB_WORKLOADS_TPCC_SCHEMA_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "common/partitioner.h"
+#include "common/types.h"
+
+namespace detdb {
+namespace tpcc {
+
+// Table ids.
+inline constexpr uint32_t kWarehouse = 10, kDistrict = 11, kCustomer = 12, kHistory = 13, kNewOrder = 14,
+                          kOrder = 15, kOrderLine = 16, kItem = 17, kStock = 18, kCustomerLastOrder = 19,
+                          kNewOrderHead = 20, kHistorySeq = 21, kWarehouseYtd = 22, kDistrictYtd = 23,
+                          kDistrictNext = 24;
+// The first and last TPC-C table ids.
+inline constexpr uint32_t kFirstTable = kWarehouse, kLastTable = kDistrictNext;
+
+inline constexpr uint32_t kDistrictsPerWarehouse = 10;
+inline constexpr uint32_t kMaxOrderLines = 15;
+inline constexpr uint32_t kMaxWarehouses = 65535;
+
+// ---- Rows (clause 1.3). All POD, copied with memcpy. ----
+
+// WAREHOUSE and DISTRICT: the static columns only (never written after
+// loading); the updated ones are in the rows below.
+struct WarehouseRow {
+  char name[10], street_1[20], street_2[20], city[20], state[2], zip[9];
+  int32_t tax;   // W_TAX, ten-thousandths (0.1000 = 1000)
+};
+
+struct WarehouseYtdRow {  // WAREHOUSE_YTD
+  int64_t ytd;            // W_YTD, cents
+};
+
+struct DistrictRow {
+  char name[10], street_1[20], street_2[20], city[20], state[2], zip[9];
+  int32_t tax;          // D_TAX, ten-thousandths
+};
+
+struct DistrictYtdRow {   // DISTRICT_YTD
+  int64_t ytd;            // D_YTD, cents
+};
+
+struct DistrictNextRow {  // DISTRICT_NEXT
+  int32_t next_o_id;      // D_NEXT_O_ID
+  int32_t unused;
+};
+
+struct CustomerRow {
+  char first[16], middle[2], last[16], street_1[20], street_2[20], city[20], state[2], zip[9], phone[16];
+  int64_t since;        // C_SINCE
+  char credit[2];       // "GC" or "BC"
+  int64_t credit_lim;   // C_CREDIT_LIM, cents
+  int32_t discount;     // C_DISCOUNT, ten-thousandths
+  int64_t balance;      // C_BALANCE, cents
+  int64_t ytd_payment;  // C_YTD_PAYMENT, cents
+  int32_t payment_cnt, delivery_cnt;
+  char data[500];       // C_DATA
+};
+
+struct HistoryRow {
+  int32_t c_id, c_d_id, c_w_id, d_id, w_id;
+  int64_t date;         // H_DATE
+  int64_t amount;       // H_AMOUNT, cents
+  char data[24];        // H_DATA
+};
+
+struct NewOrderRow {
+  int32_t o_id, d_id, w_id, unused;
+};
+
+struct OrderRow {
+  int32_t c_id;
+  int64_t entry_d;      // O_ENTRY_D
+  int32_t carrier_id;   // O_CARRIER_ID, 0 = null
+  int32_t ol_cnt;       // O_OL_CNT
+  int32_t all_local;    // O_ALL_LOCAL
+};
+
+struct OrderLineRow {
+  int32_t i_id, supply_w_id;
+  int64_t delivery_d;   // OL_DELIVERY_D, 0 = null
+  int32_t quantity;
+  int64_t amount;       // OL_AMOUNT, cents
+  char dist_info[24];
+};
+
+struct ItemRow {
+  int32_t im_id;
+  char name[24];
+  int64_t price;        // I_PRICE, cents
+  char data[50];
+};
+
+struct StockRow {
+  int32_t quantity;
+  char dist[kDistrictsPerWarehouse][24];  // S_DIST_01 .. S_DIST_10
+  int64_t ytd;
+  int32_t order_cnt, remote_cnt;
+  char data[50];
+};
+
+struct OrderIdRow {   // CUSTOMER_LAST_ORDER, NEW_ORDER_HEAD
+  int32_t o_id, unused;
+};
+
+struct SeqRow {       // HISTORY_SEQ
+  uint64_t next;
+};
+
+// ---- Keys ----
+
+inline constexpr uint64_t W(uint32_t w) { return static_cast<uint64_t>(w) << 40; }
+inline constexpr uint64_t D(uint32_t d) { return static_cast<uint64_t>(d) << 32; }
+
+inline constexpr Key WarehouseKey(uint32_t w) { return MakeKey(kWarehouse, W(w)); }
+inline constexpr Key WarehouseYtdKey(uint32_t w) { return MakeKey(kWarehouseYtd, W(w)); }
+inline constexpr Key DistrictKey(uint32_t w, uint32_t d) { return MakeKey(kDistrict, W(w) | d); }
+inline constexpr Key DistrictYtdKey(uint32_t w, uint32_t d) { return MakeKey(kDistrictYtd, W(w) | d); }
+inline constexpr Key DistrictNextKey(uint32_t w, uint32_t d) { return MakeKey(kDistrictNext, W(w) | d); }
+inline constexpr Key CustomerKey(uint32_t w, uint32_t d, uint32_t c) { return MakeKey(kCustomer, W(w) | D(d) | c); }
+inline constexpr Key HistoryKey(uint32_t w, uint32_t d, uint64_t seq) {
+  return MakeKey(kHistory, W(w) | D(d) | (seq & 0xFFFFFFFFu));
+}
+inline constexpr Key NewOrderKey(uint32_t w, uint32_t d, uint32_t o) { return MakeKey(kNewOrder, W(w) | D(d) | o); }
+inline constexpr Key OrderKey(uint32_t w, uint32_t d, uint32_t o) { return MakeKey(kOrder, W(w) | D(d) | o); }
+inline constexpr Key OrderLineKey(uint32_t w, uint32_t d, uint32_t o, uint32_t ol) {
+  return MakeKey(kOrderLine, W(w) | D(d) | static_cast<uint64_t>(o) << 4 | ol);
+}
+inline constexpr Key ItemKey(uint32_t i) { return MakeKey(kItem, i); }
+inline constexpr Key StockKey(uint32_t w, uint32_t i) { return MakeKey(kStock, W(w) | i); }
+inline constexpr Key CustomerLastOrderKey(uint32_t w, uint32_t d, uint32_t c) {
+  return MakeKey(kCustomerLastOrder, W(w) | D(d) | c);
+}
+inline constexpr Key NewOrderHeadKey(uint32_t w, uint32_t d) { return MakeKey(kNewOrderHead, W(w) | d); }
+inline constexpr Key HistorySeqKey(uint32_t w, uint32_t d) { return MakeKey(kHistorySeq, W(w) | d); }
+
+// The warehouse of any key but ITEM's.
+inline constexpr uint32_t WarehouseOf(Key k) { return static_cast<uint32_t>(KeyRow(k) >> 40) & 0xFFFF; }
+// True for the tables keyed w << 40 | d (one row per district).
+inline constexpr bool IsDistrictLevel(uint32_t table) {
+  return table == kDistrict || table == kDistrictYtd || table == kDistrictNext || table == kNewOrderHead ||
+         table == kHistorySeq;
+}
+// The district of a district-level key (DISTRICT, DISTRICT_YTD,
+// DISTRICT_NEXT, NEW_ORDER_HEAD, HISTORY_SEQ) or a row below a district
+// (CUSTOMER, HISTORY, ORDER, ...).
+inline constexpr uint32_t DistrictOf(Key k) {
+  return IsDistrictLevel(KeyTable(k)) ? static_cast<uint32_t>(KeyRow(k) & 0xFF)
+                                      : static_cast<uint32_t>(KeyRow(k) >> 32) & 0xFF;
+}
+
+// KeyCover: DISTRICT_NEXT(w, d) covers the order-side rows of (w, d)
+// (ORDER, NEW_ORDER, ORDER_LINE, CUSTOMER_LAST_ORDER, NEW_ORDER_HEAD),
+// DISTRICT_YTD(w, d) its HISTORY and HISTORY_SEQ rows; every other key
+// covers only itself.
+Key Cover(Key k);
+
+// Warehouse w lives on partition (w - 1) % n; ITEM keys (replicated, never
+// locked) map to partition 0.
+class WarehousePartitioner final : public Partitioner {
+ public:
+  explicit WarehousePartitioner(uint32_t num_partitions) : n_(num_partitions == 0 ? 1 : num_partitions) {}
+  uint32_t num_partitions() const override { return n_; }
+  PartitionId PartitionOf(Key key) const override {
+    if (KeyTable(key) == kItem) return 0;
+    const uint32_t w = WarehouseOf(key);
+    return w == 0 ? 0 : (w - 1) % n_;
+  }
+
+ private:
+  const uint32_t n_;
+};
+
+// ---- Rows <-> bytes ----
+
+template <typename Row>
+inline std::string_view Bytes(const Row& r) {
+  return std::string_view(reinterpret_cast<const char*>(&r), sizeof(Row));
+}
+// False if bytes has the wrong size.
+template <typename Row>
+inline bool Parse(std::string_view bytes, Row* r) {
+  if (bytes.size() != sizeof(Row)) return false;
+  std::memcpy(r, bytes.data(), sizeof(Row));
+  return true;
+}
+// Copies s into a fixed char field, zero-padding (truncating if longer).
+template <size_t N>
+inline void SetField(char (&field)[N], std::string_view s) {
+  std::memset(field, 0, N);
+  std::memcpy(field, s.data(), s.size() < N ? s.size() : N);
+}
+template <size_t N>
+inline std::string_view GetField(const char (&field)[N]) {
+  size_t n = 0;
+  while (n < N && field[n] != '\0') ++n;
+  return std::string_view(field, n);
+}
+
+}  // namespace tpcc
+}  // namespace detdb
+
+#endif  // DETDB_WORKLOADS_TPCC_SCHEMA_H_
