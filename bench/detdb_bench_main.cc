@@ -38,7 +38,8 @@ DEFINE_uint64(txns, 0, "Run exactly this many txns (then --compare also checks e
 DEFINE_double(duration, 3, "Seconds per lock manager when --txns is 0");
 DEFINE_uint32(outstanding, 4000, "Closed-loop client: txns in flight at most (tpcc: 200 unless given)");
 DEFINE_uint64(epoch_us, 1000, "Sequencer epoch length in microseconds (tpcc in one process: 500 unless given)");
-DEFINE_uint32(max_active, 2000, "Lock manager admission bound (active txns per partition)");
+DEFINE_uint32(max_active, 2000, "Admission cap: active txns per partition at most");
+DEFINE_bool(adaptive_admission, true, "The admission window adapts to the workers (up to --max_active); false: a fixed window of --max_active");
 DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (power of two)");
 DEFINE_uint64(seed, 1, "Workload seed");
 DEFINE_bool(json, false, "Print one JSON object per lock manager per line");
@@ -53,14 +54,14 @@ namespace {
 void PrintJson(const MicroRunResult& r) {
   printf("{\"lock_manager\":\"%s\",\"txns_per_sec\":%.0f,\"committed\":%lu,\"aborted\":%lu,"
          "\"seconds\":%.3f,\"p50_us\":%lu,\"p90_us\":%lu,\"p99_us\":%lu,\"p999_us\":%lu,"
-         "\"blocked_at_admission\":%.4f,\"avg_active\":%.1f,\"parked\":%lu,\"client_busy\":%.3f,"
+         "\"blocked_at_admission\":%.4f,\"avg_active\":%.1f,\"window\":%.0f,\"parked\":%lu,\"client_busy\":%.3f,"
          "\"peak_lock_bytes\":%zu,\"digest\":\"%016lx\",\"contention\":%g,\"keys_per_txn\":%u,"
          "\"write_fraction\":%g,\"compute_us\":%g,\"depth\":%u,\"multipartition\":%g,"
          "\"partitions\":%u,\"workers\":%u}\n",
          r.lock_manager.c_str(), r.txns_per_sec, static_cast<unsigned long>(r.committed),
          static_cast<unsigned long>(r.aborted), r.seconds, static_cast<unsigned long>(r.p50_us),
          static_cast<unsigned long>(r.p90_us), static_cast<unsigned long>(r.p99_us),
-         static_cast<unsigned long>(r.p999_us), r.blocked_at_admission, r.avg_active,
+         static_cast<unsigned long>(r.p999_us), r.blocked_at_admission, r.avg_active, r.window,
          static_cast<unsigned long>(r.parked), r.client_busy, r.peak_lock_bytes,
          static_cast<unsigned long>(r.digest), FLAGS_contention, FLAGS_keys_per_txn, FLAGS_write_fraction,
          FLAGS_compute_us, FLAGS_depth, FLAGS_multipartition, FLAGS_partitions, FLAGS_workers);
@@ -74,9 +75,9 @@ void PrintSummary(const MicroRunResult& r) {
   printf("  latency submit->commit: p50 %lu us, p90 %lu us, p99 %lu us, p99.9 %lu us\n",
          static_cast<unsigned long>(r.p50_us), static_cast<unsigned long>(r.p90_us),
          static_cast<unsigned long>(r.p99_us), static_cast<unsigned long>(r.p999_us));
-  printf("  lock manager: %.1f%% of txns blocked at admission, %.1f active txns on average, "
-         "peak lock state %.1f MiB\n",
-         100 * r.blocked_at_admission, r.avg_active, r.peak_lock_bytes / 1048576.0);
+  printf("  lock manager: %.1f%% of txns blocked at admission, %.1f active txns on average "
+         "(admission window %.0f at the end), peak lock state %.1f MiB\n",
+         100 * r.blocked_at_admission, r.avg_active, r.window, r.peak_lock_bytes / 1048576.0);
   if (r.parked != 0) printf("  %lu txns waited for remote reads\n", static_cast<unsigned long>(r.parked));
   printf("  client busy %.0f%% of the run (txn generation + submission)\n", 100 * r.client_busy);
   printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
@@ -176,6 +177,7 @@ int Micro() {
   o.workload.records_per_partition = FLAGS_records;
   o.workers = FLAGS_workers;
   o.release_on_workers = FLAGS_release_on_workers;
+  o.adaptive_admission = FLAGS_adaptive_admission;
   o.epoch_us = FLAGS_epoch_us;
   o.lock.max_active = FLAGS_max_active;
   o.lock.table_size = FLAGS_table_size;
@@ -262,12 +264,13 @@ int Micro() {
   for (const MicroRunResult& r : results) equal &= r.digest == results[0].digest;
   if (results.size() > 1 && !FLAGS_json) {
     const double base = results[0].txns_per_sec;
-    printf("\n%-10s %12s %8s %8s %8s %10s %10s  %s\n", "lock_mgr", "txns/s", "vs dclp", "p50_us", "p99_us",
-           "blocked", "avg_active", "digest");
+    printf("\n%-10s %12s %8s %8s %8s %10s %10s %7s  %s\n", "lock_mgr", "txns/s", "vs dclp", "p50_us", "p99_us",
+           "blocked", "avg_active", "window", "digest");
     for (const MicroRunResult& r : results)
-      printf("%-10s %12.0f %7.2fx %8lu %8lu %9.1f%% %10.1f  %016lx\n", r.lock_manager.c_str(), r.txns_per_sec,
-             r.txns_per_sec / base, static_cast<unsigned long>(r.p50_us), static_cast<unsigned long>(r.p99_us),
-             100 * r.blocked_at_admission, r.avg_active, static_cast<unsigned long>(r.digest));
+      printf("%-10s %12.0f %7.2fx %8lu %8lu %9.1f%% %10.1f %7.0f  %016lx\n", r.lock_manager.c_str(),
+             r.txns_per_sec, r.txns_per_sec / base, static_cast<unsigned long>(r.p50_us),
+             static_cast<unsigned long>(r.p99_us), 100 * r.blocked_at_admission, r.avg_active, r.window,
+             static_cast<unsigned long>(r.digest));
     if (FLAGS_txns > 0) {
       printf("digests: %s\n", equal ? "all equal (every lock manager reached the same state)"
                                     : "DIFFER: lock managers disagree on the final state");

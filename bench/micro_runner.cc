@@ -61,6 +61,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   EngineOptions eo;
   eo.workers = o.workers;
   eo.release_on_workers = o.release_on_workers;
+  eo.adaptive_admission = o.adaptive_admission;
   eo.lock_manager = o.lock_manager;
   eo.lock = o.lock;
   eo.epoch_us = o.epoch_us;
@@ -150,6 +151,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
     admitted += p.admitted;
     blocked += p.blocked_at_admission;
     r.avg_active += p.avg_active / es.partitions.size();
+    r.window += static_cast<double>(p.window) / es.partitions.size();
     r.parked += p.parked;
   }
   r.blocked_at_admission = admitted == 0 ? 0 : static_cast<double>(blocked) / admitted;

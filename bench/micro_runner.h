@@ -23,6 +23,7 @@ struct MicroRunOptions {
   std::string lock_manager = "dclp";
   uint32_t workers = 1;            // per partition
   bool release_on_workers = true;  // see SchedulerOptions
+  bool adaptive_admission = true;  // see SchedulerOptions
   uint64_t epoch_us = 1000;
   LockManagerOptions lock;
   uint64_t txns = 0;               // stop after this many txns (0: use duration)
@@ -40,6 +41,7 @@ struct MicroRunResult {
   uint64_t p50_us = 0, p90_us = 0, p99_us = 0, p999_us = 0;
   double blocked_at_admission = 0;  // share of admissions not granted at once
   double avg_active = 0;            // admitted, unreleased txns per partition
+  double window = 0;                // admission window at the end, per partition
   uint64_t parked = 0;              // multi-partition txns that waited for reads
   uint64_t digest = 0;
   double client_busy = 0;           // share of the run the client spent generating + submitting

@@ -20,6 +20,7 @@ DECLARE_uint64(txns);
 DECLARE_double(duration);
 DECLARE_uint32(outstanding);
 DECLARE_bool(release_on_workers);
+DECLARE_bool(adaptive_admission);
 DECLARE_uint64(epoch_us);
 DECLARE_uint32(max_active);
 DECLARE_uint32(table_size);
@@ -101,6 +102,7 @@ int TpccCommand() {
   o.partitions = FLAGS_partitions;
   o.workers = FLAGS_workers;
   o.release_on_workers = FLAGS_release_on_workers;
+  o.adaptive_admission = FLAGS_adaptive_admission;
   // TPC-C's txns are short and the client keeps 200 in flight, so the
   // epoch wait dominates their latency and, closed-loop, the throughput:
   // 500 us epochs measured 167K txns/s New-Order + Payment against 132K

@@ -293,6 +293,7 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   EngineOptions eo;
   eo.workers = o.workers;
   eo.release_on_workers = o.release_on_workers;
+  eo.adaptive_admission = o.adaptive_admission;
   eo.lock_manager = o.lock_manager;
   eo.lock = o.lock;
   eo.epoch_us = o.epoch_us;

@@ -40,6 +40,7 @@ struct TpccRunOptions {
   uint32_t partitions = 1;
   uint32_t workers = 1;
   bool release_on_workers = true;  // see SchedulerOptions
+  bool adaptive_admission = true;  // see SchedulerOptions
   uint64_t epoch_us = 1000;
   LockManagerOptions lock;
   bool record_history = false;     // keep the batches (tests replay them)

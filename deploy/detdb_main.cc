@@ -24,6 +24,7 @@ DEFINE_string(config, "", "Cluster config (protobuf text, detdb.pb.ClusterConfig
 DEFINE_int32(node_id, -1, "This node's id in the config; required");
 DEFINE_string(lock_manager, "dclp", "dclp, det2pl, vll, vll_sca or dclp_frag");
 DEFINE_uint32(workers, 1, "Worker threads per partition");
+DEFINE_bool(adaptive_admission, true, "The admission window adapts to the workers (up to --max_active); false: a fixed window of --max_active");
 DEFINE_bool(release_on_workers, true, "Workers release their txns' locks (false: only the lock thread touches the lock manager, as in Calvin and the DCLP paper)");
 DEFINE_uint64(epoch_us, 0, "Epoch length in microseconds if the config gives none (all nodes must agree)");
 DEFINE_uint32(max_active, 2000, "Lock manager admission bound (active txns per partition)");
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   o.engine.lock_manager = FLAGS_lock_manager;
   o.engine.workers = FLAGS_workers;
   o.engine.release_on_workers = FLAGS_release_on_workers;
+  o.engine.adaptive_admission = FLAGS_adaptive_admission;
   o.engine.epoch_us = FLAGS_epoch_us != 0 ? FLAGS_epoch_us : 1000;
   o.engine.lock.max_active = FLAGS_max_active;
   o.engine.lock.table_size = FLAGS_table_size;

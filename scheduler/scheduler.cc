@@ -238,6 +238,9 @@ Scheduler::Scheduler(const SchedulerOptions& options, PartitionStore* store, con
       transport_(transport),
       replies_(replies),
       lm_(std::move(lm)),
+      admission_({.workers = options.workers,
+                  .max_active = options.lock.max_active,
+                  .adaptive = options.adaptive_admission}),
       next_(options.first_epoch, 0),
       merged_epoch_(options.first_epoch) {
   transport_->RegisterReceiver(options_.partition, this);
@@ -372,6 +375,18 @@ void Scheduler::ReleaseLocked(TxnState* st, ReadyList* ready) {
   --active_;
 }
 
+void Scheduler::AdjustAdmissionLocked(AdmissionSignals* sig) {
+  const uint64_t starved = starved_.load(std::memory_order_relaxed);
+  sig->starved = starved - starved_seen_;
+  starved_seen_ = starved;
+  admission_.Adjust(*sig);
+  admission_blocked_ = !lm_->CanAdmit() || !admission_.MayAdmit(active_);
+  window_bound_.store(sig->window_bound && !admission_.MayAdmit(active_), std::memory_order_relaxed);
+  window_.store(admission_.window(), std::memory_order_relaxed);
+  window_grows_.store(admission_.grows(), std::memory_order_relaxed);
+  window_shrinks_.store(admission_.shrinks(), std::memory_order_relaxed);
+}
+
 void Scheduler::LockThread() {
   ReadyList ready;
   std::vector<TxnState*> done, to_workers;
@@ -390,7 +405,8 @@ void Scheduler::LockThread() {
       for (TxnState* st : done) ReleaseLocked(st, &ready);  // releases first: they unblock work
       // Admit in slices, so that workers releasing under lm_mu_ wait little.
       const int slice = by_workers ? 64 : 512;
-      for (int n = 0; n < slice && lm_->CanAdmit(); ++n) {
+      AdmissionSignals sig;
+      for (int n = 0; n < slice && lm_->CanAdmit() && admission_.MayAdmit(active_); ++n) {
         const pb::Txn* txn = NextInput();
         input_idle_ = txn == nullptr;
         if (input_idle_) break;
@@ -399,10 +415,16 @@ void Scheduler::LockThread() {
         const bool granted = lm_->Lock(&st->lt, &ready);
         admitted_.fetch_add(1, std::memory_order_relaxed);
         active_sum_.fetch_add(active_, std::memory_order_relaxed);
-        if (!granted) blocked_at_admission_.fetch_add(1, std::memory_order_relaxed);
+        ++sig.admitted;
+        if (!granted) {
+          blocked_at_admission_.fetch_add(1, std::memory_order_relaxed);
+          ++sig.blocked;
+        }
         progress = true;
       }
-      admission_blocked_ = !lm_->CanAdmit();
+      sig.window_bound = !input_idle_ && lm_->CanAdmit() && !admission_.MayAdmit(active_);
+      AdjustAdmissionLocked(&sig);
+      if (sig.window_bound && admission_.MayAdmit(active_)) progress = true;  // it grew: admit at once
       lm_->Poll(input_idle_ || admission_blocked_, &ready);
     }
     released_.fetch_add(done.size(), std::memory_order_release);
@@ -430,7 +452,14 @@ void Scheduler::WorkerThread() {
   const bool by_workers = options_.release_on_workers;
   while (!stop_.load(std::memory_order_acquire)) {
     items.clear();
-    if (ready_q_.PopBatch(by_workers ? 4 : 8, &items) == 0) continue;
+    const size_t batch = by_workers ? 4 : 8;
+    if (ready_q_.TryPopBatch(batch, &items) == 0) {
+      // No runnable txn: if the admission window is what holds txns back,
+      // the lock thread should hear of it (the window grows).
+      starved_.fetch_add(1, std::memory_order_relaxed);
+      if (window_bound_.load(std::memory_order_relaxed)) lock_notifier_.Notify();
+      if (ready_q_.PopBatch(batch, &items) == 0) continue;
+    }
     for (size_t i = 0; i < items.size(); ++i) {
       TxnState* st = items[i];
       if (!Process(st)) continue;  // parked
@@ -451,8 +480,11 @@ void Scheduler::WorkerThread() {
       }
       std::shared_ptr<const void> owner = std::move(st->owner);  // may free a batch: after unlocking
       ReleaseLocked(st, &ready);
-      lm_->Poll(input_idle_, &ready);
-      const bool wake_lock_thread = admission_blocked_ && lm_->CanAdmit();
+      // The same Poll as the lock thread's: with the lock thread asleep
+      // because admission is blocked, this may be the idle pass (SCA) that
+      // unblocks a txn.
+      lm_->Poll(input_idle_ || admission_blocked_, &ready);
+      const bool wake_lock_thread = admission_blocked_ && lm_->CanAdmit() && admission_.WorthResuming(active_);
       lm_lock.unlock();
       released_.fetch_add(1, std::memory_order_release);
       owner.reset();
@@ -616,6 +648,10 @@ SchedulerStats Scheduler::stats() const {
   s.passive = passive_.load();
   s.parked = parked_count_.load();
   s.avg_active = s.admitted == 0 ? 0 : static_cast<double>(active_sum_.load()) / s.admitted;
+  s.window = window_.load(std::memory_order_relaxed);
+  s.window_grows = window_grows_.load(std::memory_order_relaxed);
+  s.window_shrinks = window_shrinks_.load(std::memory_order_relaxed);
+  s.starved = starved_.load(std::memory_order_relaxed);
   return s;
 }
 

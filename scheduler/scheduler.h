@@ -54,6 +54,7 @@
 #include "common/work_queue.h"
 #include "lockmgr/lock_manager.h"
 #include "proto/detdb.pb.h"
+#include "scheduler/admission.h"
 #include "scheduler/procedure.h"
 #include "scheduler/transport.h"
 #include "storage/partition_store.h"
@@ -90,6 +91,9 @@ struct SchedulerOptions {
   uint64_t first_epoch = 1;
   // Workers release their txns' locks themselves (see the file comment).
   bool release_on_workers = true;
+  // The admission window adapts to the workers (admission.h); false: a
+  // fixed window of lock.max_active. lock.max_active is the cap either way.
+  bool adaptive_admission = true;
 };
 
 struct SchedulerStats {
@@ -100,6 +104,9 @@ struct SchedulerStats {
   uint64_t passive = 0;    // read-only participations finished after sending reads
   uint64_t parked = 0;     // times a txn waited for remote reads
   double avg_active = 0;   // admitted, unreleased txns, averaged over admissions
+  uint64_t window = 0;     // the admission window now (admission.h)
+  uint64_t window_grows = 0, window_shrinks = 0;
+  uint64_t starved = 0;    // times a worker found no runnable txn
 };
 
 class Scheduler final : public RemoteReadsReceiver {
@@ -171,6 +178,9 @@ class Scheduler final : public RemoteReadsReceiver {
 
   void LockThread();
   void WorkerThread();
+  // Feeds the admission window what the lock thread saw this round and
+  // updates admission_blocked_. REQUIRES: lm_mu_ held.
+  void AdjustAdmissionLocked(AdmissionSignals* sig);
   // Releases st's locks and frees it; appends txns that became ready.
   // REQUIRES: lm_mu_ held.
   void ReleaseLocked(TxnState* st, ReadyList* ready);
@@ -197,8 +207,17 @@ class Scheduler final : public RemoteReadsReceiver {
   std::vector<std::unique_ptr<TxnState>> all_states_;  // guarded by lm_mu_
   std::vector<TxnState*> free_states_;                 // guarded by lm_mu_
   uint64_t active_ = 0;                                // guarded by lm_mu_
+  AdmissionController admission_;                      // guarded by lm_mu_
   bool input_idle_ = false;        // guarded by lm_mu_: the lock thread found no input
-  bool admission_blocked_ = false;  // guarded by lm_mu_: it waits for CanAdmit()
+  // guarded by lm_mu_: admission waits for the lock manager's CanAdmit() or
+  // for the admission window
+  bool admission_blocked_ = false;
+  // The window is what stops admission (a hint for starving workers: wake
+  // the lock thread so that the window can grow).
+  std::atomic<bool> window_bound_{false};
+  std::atomic<uint64_t> starved_{0};  // workers that found no runnable txn
+  uint64_t starved_seen_ = 0;         // lock thread only: starved_ at the last Adjust
+  std::atomic<uint64_t> window_{0}, window_grows_{0}, window_shrinks_{0};  // for stats()
   // False while the lock thread sleeps: then a worker releases its txn
   // itself rather than wake it (a hint; any value is safe).
   std::atomic<bool> lock_thread_awake_{true};

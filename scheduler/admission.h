@@ -1,0 +1,85 @@
+// AdmissionController: how far ahead of its workers a partition's lock
+// thread admits txns. Pure logic (no threads, no clock): the lock thread
+// feeds it what it saw and asks it whether one more txn may be admitted.
+//
+// Why: every admitted txn that cannot run yet is lock state the lock thread
+// pays for (successor lists, queue entries, cold txn states) without giving
+// the workers anything to do. A fixed window too large for the workload (the
+// old max_active = 2000) left most admitted txns blocked; one too small
+// starves the workers. The controller keeps the window where the workers
+// are just fed, for every lock manager, with no constant tuned to one
+// workload:
+// - it grows (by half, at least by `workers`) as soon as a worker finds no
+//   runnable txn while the window is what stops admission;
+// - it shrinks when a whole generation (as many admissions as the window)
+//   passed with the window binding and no worker starving: the active txns
+//   beyond what keeps the workers fed are lock state that adds no runnable
+//   txn they need. By 1/16 a generation, by 1/4 when most of the
+//   generation's admissions blocked (the lock state grew, the runnable set
+//   did not).
+// The result is the smallest window at which the workers are just fed,
+// probed continually (additive decrease, multiplicative increase).
+// max_active stays the hard cap. Admission order is unchanged (id order), so
+// the window changes only timing, never a result (G1 of LOCKING.md).
+//
+// Thread-safety: not thread-safe; the scheduler calls it under lm_mu_.
+#ifndef DETDB_SCHEDULER_ADMISSION_H_
+#define DETDB_SCHEDULER_ADMISSION_H_
+
+#include <cstdint>
+
+namespace detdb {
+
+struct AdmissionOptions {
+  uint32_t workers = 1;         // worker threads of the partition (>= 1)
+  uint32_t max_active = 2000;   // hard cap on admitted, unreleased txns; 0: none
+  bool adaptive = true;         // false: the window is max_active (a fixed window)
+};
+
+// What the lock thread saw since the previous Adjust().
+struct AdmissionSignals {
+  uint64_t starved = 0;        // times a worker found no runnable txn
+  uint64_t admitted = 0;       // txns admitted
+  uint64_t blocked = 0;        // of those, not granted at once
+  // The window, not the input or the lock manager's own bound, is what
+  // stopped admission this round.
+  bool window_bound = false;
+};
+
+class AdmissionController {
+ public:
+  explicit AdmissionController(const AdmissionOptions& options);
+
+  // Whether one more txn may be admitted with `active` admitted, unreleased.
+  bool MayAdmit(uint64_t active) const { return active < window_; }
+  // Whether admission, stopped by the window, is worth resuming: the window
+  // has room for a batch (an eighth of it), not just for one txn, so that a
+  // sleeping lock thread is woken once per batch rather than per release.
+  bool WorthResuming(uint64_t active) const { return active + resume_gap_ <= window_; }
+
+  void Adjust(const AdmissionSignals& s);
+
+  uint64_t window() const { return window_; }
+  uint64_t min_window() const { return min_; }
+  uint64_t max_window() const { return max_; }
+  uint64_t grows() const { return grows_; }
+  uint64_t shrinks() const { return shrinks_; }
+
+ private:
+  void SetWindow(uint64_t w);
+
+  const bool adaptive_;
+  const uint64_t workers_;
+  const uint64_t min_, max_;
+  uint64_t window_;
+  uint64_t resume_gap_ = 1;  // max(1, window_ / 8)
+  uint64_t grows_ = 0, shrinks_ = 0;
+  // The current generation: admissions and blocked ones since the last
+  // change, and whether the window was binding in it.
+  uint64_t gen_admitted_ = 0, gen_blocked_ = 0;
+  bool gen_bound_ = false;
+};
+
+}  // namespace detdb
+
+#endif  // DETDB_SCHEDULER_ADMISSION_H_
