@@ -56,6 +56,7 @@ struct TxnLockFields {
   int8_t size_class = 0;           // of `requests` in the manager's array pool
   LockState state = LockState::kIdle;
   int32_t pending = 0;             // det2pl: WaitCount; dclp: prednum
+  uint32_t handle = 0;             // dclp: index in the manager's txn table
   LockTxn* prev = nullptr;         // vll: TxnQueue links
   LockTxn* next = nullptr;
   SuccChunk* succ_head = nullptr;  // dclp, dclp_frag: direct successors
