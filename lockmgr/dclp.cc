@@ -21,10 +21,9 @@ using lockmgr_internal::RequestStore;
 using lockmgr_internal::SuccLists;
 using lockmgr_internal::TxnRef;
 
-struct SlotRequest {
-  uint32_t slot;
-  LockMode mode;
-};
+// A txn's requests are stored packed (normalize.h): slot | kPackedShared
+// for a read; writes first. Slots fit: table_size is at most 2^31.
+using PackedRequest = uint32_t;
 
 // One hash lock: 8 bytes, so a 1M-entry table is 8 MiB (half the cache and
 // TLB footprint of pointer-sized fields; the misses on it are most of Lock).
@@ -67,20 +66,19 @@ class DclpLockManager final : public LockManagerCommon {
   bool Lock(LockTxn* t, ReadyList* ready) override {
     // Prefetching as each slot is computed overlaps the cache misses on the
     // hash locks with the sort (+40% throughput on the microbenchmark).
-    const uint32_t num_x = NormalizeRequests(t->reads, t->writes, [this](Key k) {
+    const uint32_t num_x = NormalizePacked(t->reads, t->writes, [this](Key k) {
       const uint64_t s = Mix64(k) & mask_;
       __builtin_prefetch(&locks_[s], 1);
       return s;
     }, &scratch_);
     const uint32_t n = static_cast<uint32_t>(scratch_.size());
-    SlotRequest* req = requests_.Allocate(t, n);
+    PackedRequest* req = requests_.Allocate(t, n);
+    std::copy_n(scratch_.data(), n, req);
     t->lm.succ_head = t->lm.succ_tail = nullptr;
     const uint32_t h = AdmitHandle(t);  // the ActiveMap insert
     int32_t pred = 0;
     for (uint32_t i = 0; i < num_x; ++i) {  // writes first (Algorithm 3, lines 2-27)
-      const uint32_t s = static_cast<uint32_t>(scratch_[i].slot);
-      req[i] = {s, LockMode::kExclusive};
-      HashLock& L = locks_[s];
+      HashLock& L = locks_[req[i]];
       if (L.lwt == h) continue;  // two of t's keys on one hash lock
       if (L.word != 0 && (L.word & kVtBit) == 0) {  // a read run, and no VT yet
         pred += static_cast<int32_t>(L.word);       // one unit per outstanding read
@@ -99,9 +97,7 @@ class DclpLockManager final : public LockManagerCommon {
       L.lwt = h;
     }
     for (uint32_t i = num_x; i < n; ++i) {  // then reads (lines 28-41)
-      const uint32_t s = static_cast<uint32_t>(scratch_[i].slot);
-      req[i] = {s, LockMode::kShared};
-      HashLock& L = locks_[s];
+      HashLock& L = locks_[req[i] & ~kPackedShared];
       if (L.lwt == h) continue;
       if (L.lwt != 0) {  // wait for the last writer
         pred += 1;
@@ -115,11 +111,11 @@ class DclpLockManager final : public LockManagerCommon {
 
   void Release(LockTxn* t, ReadyList* ready) override {
     const uint32_t h = t->lm.handle;
-    auto reqs = RequestStore<SlotRequest>::Of(t);
-    for (const SlotRequest& r : reqs) __builtin_prefetch(&locks_[r.slot], 1);
-    for (const SlotRequest& r : reqs) {
-      HashLock& L = locks_[r.slot];
-      if (r.mode == LockMode::kExclusive) {  // Algorithm 4, lines 1-6
+    auto reqs = RequestStore<PackedRequest>::Of(t);
+    for (PackedRequest r : reqs) __builtin_prefetch(&locks_[r & ~kPackedShared], 1);
+    for (PackedRequest r : reqs) {
+      HashLock& L = locks_[r & ~kPackedShared];
+      if ((r & kPackedShared) == 0) {        // Algorithm 4, lines 1-6
         if (L.lwt == h) L.lwt = 0;           // else a later writer took over
       } else if (L.lwt == 0) {               // read never handed to a writer
         DCHECK_GT(RnOf(L), 0u);
@@ -164,7 +160,9 @@ class DclpLockManager final : public LockManagerCommon {
                                               " txns, stats say ", stats_.active));
     lockmgr_internal::DependencyCheck check(std::move(txns));
     for (const LockTxn* t : check.txns())
-      for (const SlotRequest& r : RequestStore<SlotRequest>::Of(t)) check.AddRequest(t, r.slot, r.mode);
+      for (PackedRequest r : RequestStore<PackedRequest>::Of(t))
+        check.AddRequest(t, r & ~kPackedShared,
+                         (r & kPackedShared) != 0 ? LockMode::kShared : LockMode::kExclusive);
     uint64_t blocked = 0;
     absl::Status s = check.Run(
         /*vt_folds_reads=*/true,
@@ -214,7 +212,7 @@ class DclpLockManager final : public LockManagerCommon {
   size_t MemoryBytes() const override {
     return locks_.size() * sizeof(HashLock) + requests_.bytes_reserved() + succ_.bytes_reserved() +
            ref_pool_.bytes_reserved() + vts_.capacity() * sizeof(VirtualTxn) +
-           free_vts_.capacity() * sizeof(uint32_t) + scratch_.capacity() * sizeof(NormRequest) +
+           free_vts_.capacity() * sizeof(uint32_t) + scratch_.capacity() * sizeof(uint32_t) +
            recs_.capacity() * sizeof(TxnRec) + free_handles_.capacity() * sizeof(uint32_t);
   }
 
@@ -300,14 +298,14 @@ class DclpLockManager final : public LockManagerCommon {
   std::vector<uint32_t> free_vts_;  // recycled VT indexes
   StagedPool<RefChunk> ref_pool_{1024};
   SuccLists succ_;
-  RequestStore<SlotRequest> requests_;
+  RequestStore<PackedRequest> requests_;
   // The ActiveMap as a table indexed by handle: a txn's entry is written at
   // Lock and cleared at Release, and a VT ref {id, handle} is live iff the
   // entry still holds that id. Cheaper than a hash map of ids: no hashing,
   // no probing, and it stays in cache (max_active entries).
   std::vector<TxnRec> recs_;
   std::vector<uint32_t> free_handles_;  // free handles, most recently freed last
-  std::vector<NormRequest> scratch_;
+  std::vector<uint32_t> scratch_;
 };
 
 }  // namespace
