@@ -9,6 +9,7 @@
 #include "lockmgr/dclp_check.h"
 #include "lockmgr/lock_manager_common.h"
 #include "lockmgr/normalize.h"
+#include "lockmgr/slot_table.h"
 #include "lockmgr/txn_lists.h"
 
 namespace detdb {
@@ -18,6 +19,7 @@ using lockmgr_internal::LockManagerCommon;
 using lockmgr_internal::RefChunk;
 using lockmgr_internal::RefQueue;
 using lockmgr_internal::RequestStore;
+using lockmgr_internal::SlotTable;
 using lockmgr_internal::SuccLists;
 using lockmgr_internal::TxnRef;
 
@@ -64,16 +66,17 @@ class DclpLockManager final : public LockManagerCommon {
   bool CanAdmit() const override { return ActiveBelowBound(); }
 
   bool Lock(LockTxn* t, ReadyList* ready) override {
+    // Normalised straight into t's request array, sized for every key.
     // Prefetching as each slot is computed overlaps the cache misses on the
     // hash locks with the sort (+40% throughput on the microbenchmark).
-    const uint32_t num_x = NormalizePacked(t->reads, t->writes, [this](Key k) {
+    PackedRequest* req = requests_.Allocate(t, static_cast<uint32_t>(t->reads.size() + t->writes.size()));
+    uint32_t num_x;
+    const uint32_t n = NormalizePacked(t->reads, t->writes, [this](Key k) {
       const uint64_t s = Mix64(k) & mask_;
       __builtin_prefetch(&locks_[s], 1);
       return s;
-    }, &scratch_);
-    const uint32_t n = static_cast<uint32_t>(scratch_.size());
-    PackedRequest* req = requests_.Allocate(t, n);
-    std::copy_n(scratch_.data(), n, req);
+    }, req, &num_x);
+    RequestStore<PackedRequest>::Truncate(t, n);
     t->lm.succ_head = t->lm.succ_tail = nullptr;
     const uint32_t h = AdmitHandle(t);  // the ActiveMap insert
     int32_t pred = 0;
@@ -212,8 +215,7 @@ class DclpLockManager final : public LockManagerCommon {
   size_t MemoryBytes() const override {
     return locks_.size() * sizeof(HashLock) + requests_.bytes_reserved() + succ_.bytes_reserved() +
            ref_pool_.bytes_reserved() + vts_.capacity() * sizeof(VirtualTxn) +
-           free_vts_.capacity() * sizeof(uint32_t) + scratch_.capacity() * sizeof(uint32_t) +
-           recs_.capacity() * sizeof(TxnRec) + free_handles_.capacity() * sizeof(uint32_t);
+           free_vts_.capacity() * sizeof(uint32_t) + recs_.capacity() * sizeof(TxnRec) + free_handles_.capacity() * sizeof(uint32_t);
   }
 
  private:
@@ -293,7 +295,7 @@ class DclpLockManager final : public LockManagerCommon {
   }
 
   const uint64_t mask_;
-  std::vector<HashLock> locks_;
+  SlotTable<HashLock> locks_;  // on huge pages where available
   std::vector<VirtualTxn> vts_;     // virtual transactions, by HashLock::word & ~kVtBit
   std::vector<uint32_t> free_vts_;  // recycled VT indexes
   StagedPool<RefChunk> ref_pool_{1024};
@@ -305,7 +307,6 @@ class DclpLockManager final : public LockManagerCommon {
   // no probing, and it stays in cache (max_active entries).
   std::vector<TxnRec> recs_;
   std::vector<uint32_t> free_handles_;  // free handles, most recently freed last
-  std::vector<uint32_t> scratch_;
 };
 
 }  // namespace

@@ -88,17 +88,17 @@ uint32_t NormalizeRequests(std::span<const Key> reads, std::span<const Key> writ
 // per request: the slot, with kPackedShared set for a shared request. Plain
 // integer order on packed requests is already the N4 order (exclusive first,
 // each mode ascending by slot), so one sort of 4-byte integers and a linear
-// pass replace the two sorts of 16-byte pairs above. Returns the number of
-// exclusive requests, which come first in *out.
-// REQUIRES: slot(k) < 2^31 for every key.
+// pass replace the two sorts of 16-byte pairs above. Writes the requests to
+// out[0, m) and returns m; *num_x is the number of exclusive requests, which
+// come first. `out` may be the caller's final request array: nothing is copied.
+// REQUIRES: out has room for reads.size() + writes.size() entries;
+//           slot(k) < 2^31 for every key.
 inline constexpr uint32_t kPackedShared = 0x80000000u;
 
 template <typename SlotFn>
 uint32_t NormalizePacked(std::span<const Key> reads, std::span<const Key> writes, SlotFn slot,
-                         std::vector<uint32_t>* out) {
-  const size_t total = reads.size() + writes.size();
-  if (out->size() < total) out->resize(total);  // grows to the largest txn, then never again
-  uint32_t* a = out->data();
+                         uint32_t* out, uint32_t* num_x) {
+  uint32_t* a = out;
   size_t n = 0;
   for (Key k : writes) a[n++] = static_cast<uint32_t>(slot(k));
   for (Key k : reads) a[n++] = static_cast<uint32_t>(slot(k)) | kPackedShared;
@@ -117,17 +117,17 @@ uint32_t NormalizePacked(std::span<const Key> reads, std::span<const Key> writes
   size_t m = 0, i = 0;
   for (; i < n && (a[i] & kPackedShared) == 0; ++i)
     if (m == 0 || a[m - 1] != a[i]) a[m++] = a[i];
-  const size_t num_x = m;
+  const size_t x_end = m;
   size_t x = 0;
   for (; i < n; ++i) {
-    if (m > num_x && a[m - 1] == a[i]) continue;
+    if (m > x_end && a[m - 1] == a[i]) continue;
     const uint32_t s = a[i] & ~kPackedShared;
-    while (x < num_x && a[x] < s) ++x;
-    if (x < num_x && a[x] == s) continue;
+    while (x < x_end && a[x] < s) ++x;
+    if (x < x_end && a[x] == s) continue;
     a[m++] = a[i];
   }
-  out->resize(m);
-  return static_cast<uint32_t>(num_x);
+  *num_x = static_cast<uint32_t>(x_end);
+  return static_cast<uint32_t>(m);
 }
 
 }  // namespace detdb

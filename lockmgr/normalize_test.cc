@@ -69,7 +69,9 @@ TEST(Normalize, PackedMatchesPairs) {
     for (Key& k : writes) k = rng() % 64;
     uint32_t num_x;
     auto want = Norm(reads, writes, modulo, &num_x);
-    const uint32_t got_x = NormalizePacked(reads, writes, [&](Key k) { return k % modulo; }, &packed);
+    packed.assign(reads.size() + writes.size(), 0);
+    uint32_t got_x;
+    packed.resize(NormalizePacked(reads, writes, [&](Key k) { return k % modulo; }, packed.data(), &got_x));
     ASSERT_EQ(got_x, num_x);
     std::vector<std::pair<uint64_t, LockMode>> got;
     for (uint32_t r : packed)
