@@ -115,7 +115,6 @@ class DclpLockManager final : public LockManagerCommon {
   void Release(LockTxn* t, ReadyList* ready) override {
     const uint32_t h = t->lm.handle;
     auto reqs = RequestStore<PackedRequest>::Of(t);
-    for (PackedRequest r : reqs) __builtin_prefetch(&locks_[r & ~kPackedShared], 1);
     for (PackedRequest r : reqs) {
       HashLock& L = locks_[r & ~kPackedShared];
       if ((r & kPackedShared) == 0) {        // Algorithm 4, lines 1-6
