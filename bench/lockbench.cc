@@ -43,6 +43,7 @@ absl::StatusOr<LockBenchResult> RunLockBench(LockManager* lm, const MicroTxnSet&
   ReadyList ready;
   ready.reserve(1024);
 
+  LockTxn next;  // the txn after the one being admitted, for Prefetch
   uint64_t admitted = 0, released = 0;
   const auto start = std::chrono::steady_clock::now();
   while (released < n) {
@@ -58,6 +59,11 @@ absl::StatusOr<LockBenchResult> RunLockBench(LockManager* lm, const MicroTxnSet&
       t->id = admitted + 1;
       t->reads = txns.reads(admitted);
       t->writes = txns.writes(admitted);
+      if (options.prefetch_next && admitted + 1 < n) {
+        next.reads = txns.reads(admitted + 1);
+        next.writes = txns.writes(admitted + 1);
+        lm->Prefetch(next);
+      }
       lm->Lock(t, &ready);
       ++admitted;
     }

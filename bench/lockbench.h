@@ -18,6 +18,9 @@ namespace detdb {
 
 struct LockBenchOptions {
   uint32_t inflight = 4;  // txns the simulated workers hold at once
+  // Before each Lock, pass the txn after it to LockManager::Prefetch, as a
+  // lock thread with a queue of sequenced txns can.
+  bool prefetch_next = true;
 };
 
 struct LockBenchResult {

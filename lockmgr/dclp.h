@@ -1,9 +1,10 @@
 // DCLP: dependence-cognizant locking (seed 002; LOCKING.md section 5).
 //
 // Full DCLP (name "dclp", section 5.3): a fixed table of hash locks, each a
-// tuple (last writer, virtual transaction, read count); per-txn successor
-// lists and predecessor counts; one virtual transaction (VT) per hash lock
-// whose successor list holds txn ids checked against the active-txn map.
+// tuple (last writer, virtual transaction, read count) packed in 8 bytes;
+// per-txn successor lists and predecessor counts; one virtual transaction
+// (VT) per hash lock whose successor list holds txn references checked
+// against the active-txn map (a table indexed by a per-txn handle).
 // A txn is runnable the moment its predecessor count reaches zero: nothing
 // is ever scanned to find runnable txns, and no blocked threshold holds back
 // conflict-free txns.

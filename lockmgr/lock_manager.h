@@ -11,7 +11,9 @@
 //   while running:
 //     for each txn the workers finished:  lm->Release(t, &ready)
 //     lm->Poll(input_idle, &ready)          // VLL head rule, SCA; else no-op
-//     while lm->CanAdmit() and a txn is available: lm->Lock(next, &ready)
+//     while lm->CanAdmit() and a txn is available:
+//       lm->Prefetch(the txn after next)    // optional hint
+//       lm->Lock(next, &ready)
 //     hand `ready` to the workers, in order
 // Every txn handed out in `ready` holds all its local locks; it stays locked
 // until Release. Locks are granted in the order of txn ids, so two conflicting
@@ -56,6 +58,7 @@ struct TxnLockFields {
   int8_t size_class = 0;           // of `requests` in the manager's array pool
   LockState state = LockState::kIdle;
   int32_t pending = 0;             // det2pl: WaitCount; dclp: prednum
+  uint32_t handle = 0;             // dclp: index in the manager's txn table
   LockTxn* prev = nullptr;         // vll: TxnQueue links
   LockTxn* next = nullptr;
   SuccChunk* succ_head = nullptr;  // dclp, dclp_frag: direct successors
@@ -146,6 +149,14 @@ class LockManager {
   //           t not admitted before; at most kMaxKeysPerTxn keys in all
   //           (callers reject larger txns before sequencing).
   virtual bool Lock(LockTxn* t, ReadyList* ready) = 0;
+
+  // Optional hint, strictly a performance aid: t (its id and keys set) is
+  // likely the next txn the caller passes to Lock. A manager may start
+  // loading t's lock slots into the cache, so that those misses overlap the
+  // caller's work on earlier txns instead of stalling the next Lock. Changes
+  // no lock state; may be skipped, repeated, or followed by a different txn.
+  // The default does nothing.
+  virtual void Prefetch(const LockTxn& t) const { (void)t; }
 
   // Releases every lock of t (t finished at this partition, or is a passive
   // participant whose reads were sent) and appends the txns that became

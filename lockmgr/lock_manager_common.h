@@ -29,6 +29,12 @@ class RequestStore {
     t->lm.size_class = static_cast<int8_t>(size_class);
     return r;
   }
+  // Keeps the first n of t's requests (an array allocated for an upper
+  // bound, then filled). REQUIRES: n <= the size passed to Allocate.
+  static void Truncate(LockTxn* t, uint32_t n) {
+    DCHECK_LE(n, t->lm.num_requests);
+    t->lm.num_requests = n;
+  }
   void Free(LockTxn* t) {
     pool_.Free(static_cast<Request*>(t->lm.requests), t->lm.size_class);
     t->lm.requests = nullptr;

@@ -5,6 +5,10 @@
 // N1 (local keys only) is the caller's job; N5 (release mirrors acquire) is
 // kept by storing the normalised list with the txn.
 //
+// NormalizeRequests gives (slot, mode) pairs for any slot function;
+// NormalizePacked the same requests as one uint32 each, for slot tables of
+// at most 2^31 slots.
+//
 // Thread-safety: pure functions over caller-owned buffers.
 #ifndef DETDB_LOCKMGR_NORMALIZE_H_
 #define DETDB_LOCKMGR_NORMALIZE_H_
@@ -78,6 +82,52 @@ uint32_t NormalizeRequests(std::span<const Key> reads, std::span<const Key> writ
   // (which would allocate a buffer) is needed.
   if (num_x != 0 && num_x != m) lockmgr_internal::SortSmall(a, m, lockmgr_internal::ModeThenSlotLess());
   return static_cast<uint32_t>(num_x);
+}
+
+// The same normalisation for slot tables of at most 2^31 slots, one uint32
+// per request: the slot, with kPackedShared set for a shared request. Plain
+// integer order on packed requests is already the N4 order (exclusive first,
+// each mode ascending by slot), so one sort of 4-byte integers and a linear
+// pass replace the two sorts of 16-byte pairs above. Writes the requests to
+// out[0, m) and returns m; *num_x is the number of exclusive requests, which
+// come first. `out` may be the caller's final request array: nothing is copied.
+// REQUIRES: out has room for reads.size() + writes.size() entries;
+//           slot(k) < 2^31 for every key.
+inline constexpr uint32_t kPackedShared = 0x80000000u;
+
+template <typename SlotFn>
+uint32_t NormalizePacked(std::span<const Key> reads, std::span<const Key> writes, SlotFn slot,
+                         uint32_t* out, uint32_t* num_x) {
+  uint32_t* a = out;
+  size_t n = 0;
+  for (Key k : writes) a[n++] = static_cast<uint32_t>(slot(k));
+  for (Key k : reads) a[n++] = static_cast<uint32_t>(slot(k)) | kPackedShared;
+  if (n > 32) {
+    std::sort(a, a + n);
+  } else {
+    for (size_t i = 1; i < n; ++i) {
+      const uint32_t v = a[i];
+      size_t j = i;
+      for (; j > 0 && v < a[j - 1]; --j) a[j] = a[j - 1];
+      a[j] = v;
+    }
+  }
+  // Drop repeats within each mode, and shared requests on a slot that is
+  // also written (both parts are sorted: merge-walk the exclusive part).
+  size_t m = 0, i = 0;
+  for (; i < n && (a[i] & kPackedShared) == 0; ++i)
+    if (m == 0 || a[m - 1] != a[i]) a[m++] = a[i];
+  const size_t x_end = m;
+  size_t x = 0;
+  for (; i < n; ++i) {
+    if (m > x_end && a[m - 1] == a[i]) continue;
+    const uint32_t s = a[i] & ~kPackedShared;
+    while (x < x_end && a[x] < s) ++x;
+    if (x < x_end && a[x] == s) continue;
+    a[m++] = a[i];
+  }
+  *num_x = static_cast<uint32_t>(x_end);
+  return static_cast<uint32_t>(m);
 }
 
 }  // namespace detdb

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace detdb {
 namespace {
 
@@ -53,6 +55,29 @@ TEST(Normalize, LargeTxnsUseTheSortPath) {
   ASSERT_EQ(v.size(), 100u);
   for (size_t i = 0; i < 33; ++i) EXPECT_EQ(v[i], std::make_pair(uint64_t{3 * (i + 1)}, X));
   for (size_t i = 34; i < 100; ++i) EXPECT_LT(v[i - 1].first, v[i].first);
+}
+
+// NormalizePacked gives exactly NormalizeRequests' requests, in its order.
+TEST(Normalize, PackedMatchesPairs) {
+  std::mt19937_64 rng(7);
+  std::vector<uint32_t> packed;
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::vector<Key> reads(rng() % 12), writes(rng() % 12);
+    if (iter % 100 == 0) reads.resize(40 + rng() % 40);  // the std::sort path
+    const uint64_t modulo = 1 + rng() % 20;
+    for (Key& k : reads) k = rng() % 64;
+    for (Key& k : writes) k = rng() % 64;
+    uint32_t num_x;
+    auto want = Norm(reads, writes, modulo, &num_x);
+    packed.assign(reads.size() + writes.size(), 0);
+    uint32_t got_x;
+    packed.resize(NormalizePacked(reads, writes, [&](Key k) { return k % modulo; }, packed.data(), &got_x));
+    ASSERT_EQ(got_x, num_x);
+    std::vector<std::pair<uint64_t, LockMode>> got;
+    for (uint32_t r : packed)
+      got.emplace_back(r & ~kPackedShared, (r & kPackedShared) != 0 ? S : X);
+    ASSERT_EQ(got, want) << "iteration " << iter;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Pooled lists used by the DCLP lock managers: a txn's direct-successor list
-// (pointers) and a virtual transaction's successor list (ids). Both live in
+// (pointers) and a virtual transaction's successor list (TxnRefs). Both live in
 // 64-byte chunks from a StagedPool, so appending never calls the heap in the
 // steady state (seed 003's staged allocation).
 //
@@ -67,23 +67,33 @@ class SuccLists {
   StagedPool<SuccChunk> pool_{1024};
 };
 
-struct IdChunk {
-  static constexpr uint32_t kCap = 6;
-  TxnId ids[kCap];
-  uint32_t begin = 0, end = 0;
-  IdChunk* next = nullptr;
+// A reference to an admitted txn that outlives it safely: the txn's id and
+// the handle (index in the manager's txn table) it was admitted under. The
+// txn is still active iff the table entry at `handle` still holds `id`.
+struct TxnRef {
+  TxnId id;
+  uint32_t handle;
 };
 
-// A FIFO of txn ids in pooled chunks. The pool is shared by every queue of
+struct RefChunk {
+  static constexpr uint32_t kCap = 4;  // 64 bytes in all
+  TxnId ids[kCap];
+  uint32_t handles[kCap];
+  uint32_t begin = 0, end = 0;
+  RefChunk* next = nullptr;
+};
+
+// A FIFO of TxnRefs in pooled chunks. The pool is shared by every queue of
 // one lock manager and passed to each call.
-class IdQueue {
+class RefQueue {
  public:
   bool empty() const { return head_ == nullptr; }
-  TxnId front() const { return head_->ids[head_->begin]; }
+  // REQUIRES: !empty()
+  TxnRef front() const { return {head_->ids[head_->begin], head_->handles[head_->begin]}; }
 
-  void push_back(TxnId id, StagedPool<IdChunk>* pool) {
-    if (tail_ == nullptr || tail_->end == IdChunk::kCap) {
-      IdChunk* c = pool->New();
+  void push_back(TxnRef r, StagedPool<RefChunk>* pool) {
+    if (tail_ == nullptr || tail_->end == RefChunk::kCap) {
+      RefChunk* c = pool->New();
       if (tail_ == nullptr) {
         head_ = c;
       } else {
@@ -91,39 +101,41 @@ class IdQueue {
       }
       tail_ = c;
     }
-    tail_->ids[tail_->end++] = id;
+    tail_->ids[tail_->end] = r.id;
+    tail_->handles[tail_->end++] = r.handle;
   }
 
   // REQUIRES: !empty()
-  void pop_front(StagedPool<IdChunk>* pool) {
+  void pop_front(StagedPool<RefChunk>* pool) {
     if (++head_->begin == head_->end) {
-      IdChunk* next = head_->next;
+      RefChunk* next = head_->next;
       pool->Delete(head_);
       head_ = next;
       if (head_ == nullptr) tail_ = nullptr;
     }
   }
 
-  void clear(StagedPool<IdChunk>* pool) {
+  void clear(StagedPool<RefChunk>* pool) {
     while (head_ != nullptr) {
-      IdChunk* next = head_->next;
+      RefChunk* next = head_->next;
       pool->Delete(head_);
       head_ = next;
     }
     tail_ = nullptr;
   }
 
-  // Calls fn(id) for each id from the front; stops early when fn returns false.
+  // Calls fn(TxnRef) for each entry from the front; stops early when fn
+  // returns false.
   template <typename Fn>
   void ForEachUntil(Fn&& fn) const {
-    for (const IdChunk* c = head_; c != nullptr; c = c->next)
+    for (const RefChunk* c = head_; c != nullptr; c = c->next)
       for (uint32_t i = c->begin; i < c->end; ++i)
-        if (!fn(c->ids[i])) return;
+        if (!fn(TxnRef{c->ids[i], c->handles[i]})) return;
   }
 
  private:
-  IdChunk* head_ = nullptr;
-  IdChunk* tail_ = nullptr;
+  RefChunk* head_ = nullptr;
+  RefChunk* tail_ = nullptr;
 };
 
 }  // namespace lockmgr_internal
