@@ -30,20 +30,15 @@ void AdmissionController::SetWindow(uint64_t w) {
 
 void AdmissionController::Adjust(const AdmissionSignals& s) {
   if (!adaptive_) return;
-  if (s.window_bound && s.starved > 0) {
+  gen_admitted_ += s.admitted;
+  gen_blocked_ += s.blocked;
+  if (s.window_bound && s.starved > 0 && !(gen_admitted_ > 0 && gen_blocked_ == gen_admitted_)) {
     const uint64_t step = std::max(workers_, window_ / 2);
     const uint64_t next = window_ > max_ - step ? max_ : window_ + step;
     if (next != window_) ++grows_;
     SetWindow(next);
     return;
   }
-  if (s.starved > 0) {  // starving for want of input, not of window: a new generation
-    gen_admitted_ = gen_blocked_ = 0;
-    gen_bound_ = false;
-    return;
-  }
-  gen_admitted_ += s.admitted;
-  gen_blocked_ += s.blocked;
   gen_bound_ |= s.window_bound;
   if (gen_admitted_ < window_) return;
   if (gen_bound_) {

@@ -10,7 +10,10 @@
 // are just fed, for every lock manager, with no constant tuned to one
 // workload:
 // - it grows (by half, at least by `workers`) as soon as a worker finds no
-//   runnable txn while the window is what stops admission;
+//   runnable txn while the window is what stops admission, unless every
+//   txn admitted since the window last changed blocked: then more window
+//   would add only blocked txns (a serial chain: one hot record written by
+//   every txn), so it does not grow;
 // - it shrinks when a whole generation (as many admissions as the window)
 //   passed with the window binding and no worker starving: the active txns
 //   beyond what keeps the workers fed are lock state that adds no runnable
@@ -18,7 +21,7 @@
 //   generation's admissions blocked (the lock state grew, the runnable set
 //   did not).
 // The result is the smallest window at which the workers are just fed,
-// probed continually (additive decrease, multiplicative increase).
+// probed continually (slow multiplicative decrease, fast increase).
 // max_active stays the hard cap. Admission order is unchanged (id order), so
 // the window changes only timing, never a result (G1 of LOCKING.md).
 //
@@ -38,7 +41,7 @@ struct AdmissionOptions {
 
 // What the lock thread saw since the previous Adjust().
 struct AdmissionSignals {
-  uint64_t starved = 0;        // times a worker found no runnable txn
+  uint64_t starved = 0;        // times a worker found no runnable txn while the window was binding
   uint64_t admitted = 0;       // txns admitted
   uint64_t blocked = 0;        // of those, not granted at once
   // The window, not the input or the lock manager's own bound, is what
@@ -52,10 +55,14 @@ class AdmissionController {
 
   // Whether one more txn may be admitted with `active` admitted, unreleased.
   bool MayAdmit(uint64_t active) const { return active < window_; }
-  // Whether admission, stopped by the window, is worth resuming: the window
-  // has room for a batch (an eighth of it), not just for one txn, so that a
-  // sleeping lock thread is woken once per batch rather than per release.
-  bool WorthResuming(uint64_t active) const { return active + resume_gap_ <= window_; }
+  // Whether admission, stopped by the window, is worth resuming: below the
+  // cap the window must have room for a batch (an eighth of it), not just
+  // for one txn, so that a sleeping lock thread is woken once per batch
+  // rather than per release; at the cap (and with a fixed window), as soon
+  // as one txn fits, as with a plain max_active bound.
+  bool WorthResuming(uint64_t active) const {
+    return window_ >= max_ ? active < window_ : active + resume_gap_ <= window_;
+  }
 
   void Adjust(const AdmissionSignals& s);
 

@@ -78,35 +78,79 @@ TEST(Admission, IgnoresRoundsTheWindowDidNotStop) {
   EXPECT_EQ(c.window(), w);
 }
 
-TEST(Admission, ResumesInBatches) {
+TEST(Admission, FixedWindowResumesForOneTxn) {
   AdmissionController c({.workers = 1, .max_active = 800, .adaptive = false});
   EXPECT_FALSE(c.MayAdmit(800));
   EXPECT_TRUE(c.MayAdmit(799));
-  EXPECT_FALSE(c.WorthResuming(799)) << "one free slot is not worth a wake-up";
-  EXPECT_TRUE(c.WorthResuming(700));
+  EXPECT_TRUE(c.WorthResuming(799)) << "a fixed window behaves as the old max_active bound";
+  EXPECT_FALSE(c.WorthResuming(800));
+}
+
+// Workers starve below `need` active txns and are fed above it; a quarter
+// of the admissions block. The window settles just above `need`, from
+// below (need above the start) and from above (need below it).
+void ExpectSettles(uint64_t need, uint32_t cap) {
+  AdmissionController c({.workers = 2, .max_active = cap});
+  const uint64_t start = c.window();
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int i = 0; i < 20000; ++i) {
+    if (c.window() < need) {
+      c.Adjust({.starved = 1, .admitted = 8, .blocked = 2, .window_bound = true});
+    } else {
+      c.Adjust(Round(8, 2));
+    }
+    if (i > 15000) {
+      lo = std::min(lo, c.window());
+      hi = std::max(hi, c.window());
+    }
+  }
+  const uint64_t target = std::min<uint64_t>(need, cap);
+  EXPECT_GE(hi, target) << "need " << need << ", started at " << start;
+  EXPECT_LE(hi, std::min<uint64_t>(cap, target + target / 2 + 2)) << "need " << need << ", started at " << start;
+  EXPECT_GE(lo, std::min<uint64_t>(target - target / 4, c.min_window())) << "need " << need;
+  EXPECT_LE(lo, target + target / 2);
 }
 
 TEST(Admission, SettlesWhereTheWorkersAreJustFed) {
-  // Workers starve below 120 active; above it they are fed. The window
-  // settles around 120, whatever it started from.
-  for (uint32_t cap : {150u, 2000u}) {
-    AdmissionController c({.workers = 2, .max_active = cap});
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (int i = 0; i < 3000; ++i) {
-      if (c.window() < 120) {
-        c.Adjust(Starved());
-      } else {
-        c.Adjust(Round(8, 2));
-      }
-      if (i > 2000) {
-        lo = std::min(lo, c.window());
-        hi = std::max(hi, c.window());
-      }
-    }
-    EXPECT_GE(hi, 120u) << cap;
-    EXPECT_LE(hi, std::min<uint64_t>(cap, 200u)) << cap;
-    EXPECT_GE(lo, 90u) << cap;
+  AdmissionController probe({.workers = 2, .max_active = 2000});
+  ASSERT_LT(40u, probe.window());
+  ASSERT_GT(600u, probe.window());
+  ExpectSettles(40, 2000);   // below the start: it must shrink
+  ExpectSettles(600, 2000);  // above the start: it must grow
+  ExpectSettles(600, 150);   // the cap wins
+}
+
+TEST(Admission, SerialChainDoesNotGrowTheWindow) {
+  // Every txn conflicts with the one before (one hot record written by all):
+  // workers starve whatever the window, and every admission blocks. More
+  // window would only add blocked txns: it shrinks to the minimum instead.
+  AdmissionController c({.workers = 2, .max_active = 2000});
+  for (int i = 0; i < 5000; ++i) c.Adjust({.starved = 1, .admitted = 8, .blocked = 8, .window_bound = true});
+  EXPECT_EQ(c.window(), c.min_window());
+  EXPECT_EQ(c.grows(), 0u);
+}
+
+TEST(Admission, StarvingBetweenEpochsDoesNotStopShrinking) {
+  // Bursty input: workers starve at every epoch's end (window not binding),
+  // and are fed inside epochs. The window still comes down.
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  for (int i = 0; i < 20; ++i) c.Adjust(Starved());
+  ASSERT_EQ(c.window(), 2000u);
+  for (int epoch = 0; epoch < 400; ++epoch) {
+    for (int r = 0; r < 50; ++r) c.Adjust(Round(8, 1));
+    c.Adjust({.starved = 3, .window_bound = false});
   }
+  EXPECT_LT(c.window(), 200u);
+}
+
+TEST(Admission, AtTheCapResumesForOneTxn) {
+  AdmissionController c({.workers = 1, .max_active = 64});
+  for (int i = 0; i < 10; ++i) c.Adjust(Starved());
+  ASSERT_EQ(c.window(), 64u);
+  EXPECT_TRUE(c.WorthResuming(63)) << "at the cap, as a plain max_active bound";
+  Generation(&c, false);
+  ASSERT_LT(c.window(), 64u);
+  EXPECT_FALSE(c.WorthResuming(c.window() - 1)) << "below it, once per batch";
 }
 
 TEST(Admission, UnboundedCapAndTinyCap) {

@@ -244,6 +244,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, PartitionStore* store, con
       next_(options.first_epoch, 0),
       merged_epoch_(options.first_epoch) {
   transport_->RegisterReceiver(options_.partition, this);
+  window_.store(admission_.window(), std::memory_order_relaxed);
 }
 
 Scheduler::~Scheduler() { Stop(); }
@@ -286,6 +287,14 @@ void Scheduler::Enqueue(SubBatchRef sub_batch) {
     pending_.emplace(key, std::move(sub_batch));
   }
   lock_notifier_.Notify();
+}
+
+bool Scheduler::InputAvailable() {
+  if (lookahead_ != nullptr || cursor_ < current_.txns.size()) return true;
+  std::lock_guard<std::mutex> l(in_mu_);
+  if (next_.second == 0 && next_.first >= hold_epoch_) return false;
+  auto it = pending_.find(next_);
+  return it != pending_.end() && !it->second.txns.empty();
 }
 
 // The next txn in merge order, or nullptr if its sub-batch has not arrived.
@@ -407,10 +416,21 @@ void Scheduler::LockThread() {
       const int slice = by_workers ? 64 : 512;
       AdmissionSignals sig;
       for (int n = 0; n < slice && lm_->CanAdmit() && admission_.MayAdmit(active_); ++n) {
-        const pb::Txn* txn = NextInput();
-        input_idle_ = txn == nullptr;
-        if (input_idle_) break;
-        TxnState* st = NewState(txn);
+        TxnState* st = lookahead_;
+        lookahead_ = nullptr;
+        if (st == nullptr) {
+          const pb::Txn* txn = NextInput();
+          input_idle_ = txn == nullptr;
+          if (input_idle_) break;
+          st = NewState(txn);
+        }
+        input_idle_ = false;
+        // Take the txn after it too, and let the lock manager start loading
+        // its lock state (LockManager::Prefetch) while this one locks.
+        if (const pb::Txn* next = NextInput(); next != nullptr) {
+          lookahead_ = NewState(next);
+          lm_->Prefetch(lookahead_->lt);
+        }
         ++active_;
         const bool granted = lm_->Lock(&st->lt, &ready);
         admitted_.fetch_add(1, std::memory_order_relaxed);
@@ -422,7 +442,12 @@ void Scheduler::LockThread() {
         }
         progress = true;
       }
-      sig.window_bound = !input_idle_ && lm_->CanAdmit() && !admission_.MayAdmit(active_);
+      if (lm_->CanAdmit() && !admission_.MayAdmit(active_)) {
+        // The window stopped admission, if there is input to admit: look
+        // without taking it (input_idle_ is stale once the window binds).
+        input_idle_ = !InputAvailable();
+        sig.window_bound = !input_idle_;
+      }
       AdjustAdmissionLocked(&sig);
       if (sig.window_bound && admission_.MayAdmit(active_)) progress = true;  // it grew: admit at once
       lm_->Poll(input_idle_ || admission_blocked_, &ready);
@@ -455,9 +480,12 @@ void Scheduler::WorkerThread() {
     const size_t batch = by_workers ? 4 : 8;
     if (ready_q_.TryPopBatch(batch, &items) == 0) {
       // No runnable txn: if the admission window is what holds txns back,
-      // the lock thread should hear of it (the window grows).
-      starved_.fetch_add(1, std::memory_order_relaxed);
-      if (window_bound_.load(std::memory_order_relaxed)) lock_notifier_.Notify();
+      // the lock thread should hear of it (the window may grow). Starving
+      // for want of input (between epochs) says nothing about the window.
+      if (window_bound_.load(std::memory_order_relaxed)) {
+        starved_.fetch_add(1, std::memory_order_relaxed);
+        lock_notifier_.Notify();
+      }
       if (ready_q_.PopBatch(batch, &items) == 0) continue;
     }
     for (size_t i = 0; i < items.size(); ++i) {

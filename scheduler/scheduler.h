@@ -185,6 +185,9 @@ class Scheduler final : public RemoteReadsReceiver {
   // REQUIRES: lm_mu_ held.
   void ReleaseLocked(TxnState* st, ReadyList* ready);
   const pb::Txn* NextInput();
+  // Whether NextInput() would return a txn now (a look, nothing taken).
+  // Lock thread only. An empty sub-batch next in line counts as no input.
+  bool InputAvailable();
   TxnState* NewState(const pb::Txn* txn);
   void FreeState(TxnState* st);
   // Worker side. Returns true if st finished here (push it to done).
@@ -215,7 +218,7 @@ class Scheduler final : public RemoteReadsReceiver {
   // The window is what stops admission (a hint for starving workers: wake
   // the lock thread so that the window can grow).
   std::atomic<bool> window_bound_{false};
-  std::atomic<uint64_t> starved_{0};  // workers that found no runnable txn
+  std::atomic<uint64_t> starved_{0};  // workers that found no runnable txn, window binding
   uint64_t starved_seen_ = 0;         // lock thread only: starved_ at the last Adjust
   std::atomic<uint64_t> window_{0}, window_grows_{0}, window_shrinks_{0};  // for stats()
   // False while the lock thread sleeps: then a worker releases its txn
@@ -232,6 +235,9 @@ class Scheduler final : public RemoteReadsReceiver {
   std::pair<uint64_t, uint32_t> next_;  // next (epoch, sequencer) to merge
   SubBatchRef current_;
   size_t cursor_ = 0;
+  // The next txn, taken from the input and given its state but not yet
+  // admitted, so that its lock state loads while the one before it locks.
+  TxnState* lookahead_ = nullptr;  // guarded by lm_mu_
 
   WorkQueue<TxnState*> ready_q_;  // lock thread -> workers (fresh and resumed txns)
   std::mutex done_mu_;
