@@ -52,6 +52,11 @@ void EncodeRecord(const LogRecordHeader& header, std::string_view payload, std::
 
 DecodeResult DecodeRecord(std::string_view bytes, uint32_t max_payload_bytes) {
   DecodeResult r;
+  if (bytes.empty()) {
+    r.outcome = DecodeOutcome::kIncomplete;
+    r.error = "no bytes";
+    return r;
+  }
   char magic[4];
   std::memcpy(magic, &kLogMagic, 4);
   const size_t visible = std::min<size_t>(4, bytes.size());
@@ -155,6 +160,10 @@ absl::StatusOr<std::unique_ptr<InputLogWriter>> InputLogWriter::Open(const Input
   const SegmentInfo* tail = nullptr;
   for (const SegmentInfo& s : recovered.segments) {
     if (!s.removed) tail = &s;
+  }
+  if (tail != nullptr && tail->records == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("input log ", JoinPath(options.dir, tail->name),
+                                                      ": empty last segment; recover with trim_torn_tail"));
   }
   if (tail != nullptr) {
     const std::string path = JoinPath(options.dir, tail->name);

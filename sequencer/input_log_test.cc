@@ -9,11 +9,18 @@
 #include <thread>
 #include <vector>
 
+#include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "io/fault_injecting_file_system.h"
 
 namespace detdb {
 namespace {
+
+// The crash tests make the writer log an error hundreds of times: quiet.
+const bool kQuietLogs = [] {
+  FLAGS_minloglevel = 3;
+  return true;
+}();
 
 using Mode = FaultInjectingFileSystem::CrashMode;
 constexpr uint64_t kConfigHash = 0xC0FFEE;
@@ -406,6 +413,25 @@ TEST(InputLogTest, ARecordAfterItsEpochEndRefuses) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(Contains(r.status(), "offset " + std::to_string(a.size()))) << r.status();
   EXPECT_TRUE(Contains(r.status(), "epoch_end")) << r.status();
+}
+
+TEST(InputLogTest, AnEmptyLastSegmentIsRemovedByTheTrim) {
+  FaultInjectingFileSystem fs;
+  WriteFile(&fs, JoinPath(kDir, SegmentName(1)), Record(1, 0, "a"));
+  WriteFile(&fs, JoinPath(kDir, SegmentName(2)), "");  // created, crashed before its first record
+  auto ro = RecoverInputLog(kDir, Recovery(&fs, /*trim=*/false));
+  ASSERT_TRUE(ro.ok()) << ro.status();
+  EXPECT_FALSE(InputLogWriter::Open(WriterOptions(&fs), *ro).ok());
+  auto r = RecoverInputLog(kDir, Recovery(&fs));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(2u, r->segments.size());
+  EXPECT_TRUE(r->segments[1].removed);
+  EXPECT_FALSE(*fs.FileExists(JoinPath(kDir, SegmentName(2))));
+  auto w = OpenWriter(WriterOptions(&fs, 1), *r);  // every epoch rotates
+  ASSERT_TRUE(w->Append(2, 0, "b").ok());
+  ASSERT_TRUE(w->Close().ok());
+  EXPECT_EQ(2u, ReadInputLog(kDir, Recovery(&fs))->size());
+  EXPECT_TRUE(*fs.FileExists(JoinPath(kDir, SegmentName(2))));
 }
 
 TEST(InputLogTest, AppendRejectsBadInputBeforeQueueing) {
