@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that every dependency between detdb's folders points one way.
 
-    proto, common -> storage, lockmgr -> sequencer -> scheduler
+    proto, common -> io -> storage, lockmgr, sequencer -> scheduler
       -> workloads (micro, tpcc) -> client -> deploy -> bench
 
 Two kinds of edges are read from the tree, with no build needed:
@@ -21,9 +21,10 @@ import sys
 ALLOWED = {
     "proto": [],
     "common": [],
-    "storage": ["common", "proto"],
+    "io": ["common"],
+    "storage": ["common", "proto", "io"],
     "lockmgr": ["common", "proto"],
-    "sequencer": ["common", "proto"],
+    "sequencer": ["common", "proto", "io"],
     "scheduler": ["storage", "lockmgr", "sequencer"],
     "workloads/micro": ["scheduler"],
     "workloads/tpcc": ["scheduler"],
