@@ -42,7 +42,9 @@ inline absl::Status LoadCounterTable(PartitionStore* store, const Partitioner& p
   for (uint64_t r = 0; r < rows; ++r) {
     const Key k = MakeKey(kCounterTable, r);
     if (partitioner.PartitionOf(k) != p) continue;
-    std::memcpy((*t)->Insert(k)->value(), &r, 8);
+    Record* rec = (*t)->Insert(k);
+    if (rec == nullptr) return absl::ResourceExhaustedError("counter table full");
+    std::memcpy(rec->value(), &r, 8);
   }
   return absl::OkStatus();
 }

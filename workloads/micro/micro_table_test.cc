@@ -15,7 +15,7 @@
 namespace detdb {
 namespace {
 
-TEST(StorageMicroTable, LoadsRowsOfItsPartition) {
+TEST(MicroTable, LoadsRowsOfItsPartition) {
   constexpr uint32_t kParts = 3;
   constexpr uint64_t kPerPartition = 1000;
   ModPartitioner partitioner(kParts);
@@ -61,7 +61,7 @@ class HashPartitioner final : public Partitioner {
   uint32_t n_;
 };
 
-TEST(StorageMicroTable, OtherPartitionerCoversEveryRowOnce) {
+TEST(MicroTable, OtherPartitionerCoversEveryRowOnce) {
   HashPartitioner partitioner(3);
   uint64_t total = 0;
   for (uint32_t p = 0; p < 3; ++p) {
@@ -76,7 +76,7 @@ TEST(StorageMicroTable, OtherPartitionerCoversEveryRowOnce) {
   EXPECT_EQ(total, 1500u);
 }
 
-TEST(StorageMicroTable, BadArgumentsChangeNothing) {
+TEST(MicroTable, BadArgumentsChangeNothing) {
   ModPartitioner partitioner(2);
   PartitionStore store;
   EXPECT_EQ(LoadMicroTable(nullptr, partitioner, 0, 10).code(), absl::StatusCode::kInvalidArgument);
@@ -90,7 +90,7 @@ TEST(StorageMicroTable, BadArgumentsChangeNothing) {
   EXPECT_EQ(store.Digest(), digest);
 }
 
-TEST(StorageMicroTable, MillionRecordsLoadFastAndSmall) {
+TEST(MicroTable, MillionRecordsLoadFastAndSmall) {
   constexpr uint64_t kRecords = 1000000;
   ModPartitioner partitioner(4);
   PartitionStore store;
@@ -111,7 +111,7 @@ TEST(StorageMicroTable, MillionRecordsLoadFastAndSmall) {
   // Load time is reported above, not asserted: speed is a benchmark's job.
 }
 
-TEST(StorageMicroTable, FourPartitionsOfAMillionFitEasily) {
+TEST(MicroTable, FourPartitionsOfAMillionFitEasily) {
   constexpr uint32_t kParts = 4;
   constexpr uint64_t kRecords = 1000000;
   ModPartitioner partitioner(kParts);
