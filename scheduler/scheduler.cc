@@ -382,6 +382,7 @@ void Scheduler::ReleaseLocked(TxnState* st, ReadyList* ready) {
   lm_->Release(&st->lt, ready);
   FreeState(st);
   --active_;
+  active_now_.store(active_, std::memory_order_relaxed);
 }
 
 void Scheduler::AdjustAdmissionLocked(AdmissionSignals* sig) {
@@ -432,6 +433,7 @@ void Scheduler::LockThread() {
           lm_->Prefetch(lookahead_->lt);
         }
         ++active_;
+        active_now_.store(active_, std::memory_order_relaxed);
         const bool granted = lm_->Lock(&st->lt, &ready);
         admitted_.fetch_add(1, std::memory_order_relaxed);
         active_sum_.fetch_add(active_, std::memory_order_relaxed);
@@ -482,8 +484,12 @@ void Scheduler::WorkerThread() {
       // No runnable txn: if the admission window is what holds txns back,
       // the lock thread should hear of it (the window may grow). Starving
       // for want of input (between epochs) says nothing about the window.
+      // Only a full window counts: with room in it, the lock thread is just
+      // asleep until a batch of slots is free (WorthResuming), and waking it
+      // is the remedy, not a larger window.
       if (window_bound_.load(std::memory_order_relaxed)) {
-        starved_.fetch_add(1, std::memory_order_relaxed);
+        if (active_now_.load(std::memory_order_relaxed) >= window_.load(std::memory_order_relaxed))
+          starved_.fetch_add(1, std::memory_order_relaxed);
         lock_notifier_.Notify();
       }
       if (ready_q_.PopBatch(batch, &items) == 0) continue;

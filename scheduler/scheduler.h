@@ -218,6 +218,7 @@ class Scheduler final : public RemoteReadsReceiver {
   // The window is what stops admission (a hint for starving workers: wake
   // the lock thread so that the window can grow).
   std::atomic<bool> window_bound_{false};
+  std::atomic<uint64_t> active_now_{0};  // active_, for workers' starvation check (a hint)
   std::atomic<uint64_t> starved_{0};  // workers that found no runnable txn, window binding
   uint64_t starved_seen_ = 0;         // lock thread only: starved_ at the last Adjust
   std::atomic<uint64_t> window_{0}, window_grows_{0}, window_shrinks_{0};  // for stats()
