@@ -60,31 +60,35 @@ class PosixAppendableFile final : public AppendableFile {
   uint64_t size_;
 };
 
+// Opens path with `flags` (mode 0644 when created) and returns the fd and
+// the file's size; on error nothing stays open.
+absl::StatusOr<int> OpenSized(const std::string& path, int flags, uint64_t* size) {
+  const int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) return Errno(errno, "open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Errno(err, "fstat", path);
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
 class PosixFs final : public FileSystem {
  public:
   absl::StatusOr<std::unique_ptr<AppendableFile>> NewAppendableFile(const std::string& path) override {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) return Errno(errno, "open", path);
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return Errno(err, "fstat", path);
-    }
-    return std::unique_ptr<AppendableFile>(
-        new PosixAppendableFile(path, fd, static_cast<uint64_t>(st.st_size)));
+    uint64_t size = 0;
+    absl::StatusOr<int> fd = OpenSized(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, &size);
+    if (!fd.ok()) return fd.status();
+    return std::unique_ptr<AppendableFile>(new PosixAppendableFile(path, *fd, size));
   }
 
   absl::StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Errno(errno, "open", path);
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return Errno(err, "fstat", path);
-    }
-    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    uint64_t size = 0;
+    absl::StatusOr<int> opened = OpenSized(path, O_RDONLY | O_CLOEXEC, &size);
+    if (!opened.ok()) return opened.status();
+    const int fd = *opened;
     if (size > max_bytes) {
       ::close(fd);
       return absl::InvalidArgumentError(
