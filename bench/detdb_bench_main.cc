@@ -55,14 +55,14 @@ void PrintJson(const MicroRunResult& r) {
   printf("{\"lock_manager\":\"%s\",\"txns_per_sec\":%.0f,\"committed\":%lu,\"aborted\":%lu,"
          "\"seconds\":%.3f,\"p50_us\":%lu,\"p90_us\":%lu,\"p99_us\":%lu,\"p999_us\":%lu,"
          "\"blocked_at_admission\":%.4f,\"avg_active\":%.1f,\"window\":%.0f,\"parked\":%lu,\"client_busy\":%.3f,"
-         "\"peak_lock_bytes\":%zu,\"digest\":\"%016lx\",\"contention\":%g,\"keys_per_txn\":%u,"
+         "\"cpu_us_per_txn\":%.3f,\"peak_lock_bytes\":%zu,\"digest\":\"%016lx\",\"contention\":%g,\"keys_per_txn\":%u,"
          "\"write_fraction\":%g,\"compute_us\":%g,\"depth\":%u,\"multipartition\":%g,"
          "\"partitions\":%u,\"workers\":%u}\n",
          r.lock_manager.c_str(), r.txns_per_sec, static_cast<unsigned long>(r.committed),
          static_cast<unsigned long>(r.aborted), r.seconds, static_cast<unsigned long>(r.p50_us),
          static_cast<unsigned long>(r.p90_us), static_cast<unsigned long>(r.p99_us),
          static_cast<unsigned long>(r.p999_us), r.blocked_at_admission, r.avg_active, r.window,
-         static_cast<unsigned long>(r.parked), r.client_busy, r.peak_lock_bytes,
+         static_cast<unsigned long>(r.parked), r.client_busy, r.cpu_us_per_txn, r.peak_lock_bytes,
          static_cast<unsigned long>(r.digest), FLAGS_contention, FLAGS_keys_per_txn, FLAGS_write_fraction,
          FLAGS_compute_us, FLAGS_depth, FLAGS_multipartition, FLAGS_partitions, FLAGS_workers);
   fflush(stdout);
@@ -79,7 +79,8 @@ void PrintSummary(const MicroRunResult& r) {
          "(admission window %.0f at the end), peak lock state %.1f MiB\n",
          100 * r.blocked_at_admission, r.avg_active, r.window, r.peak_lock_bytes / 1048576.0);
   if (r.parked != 0) printf("  %lu txns waited for remote reads\n", static_cast<unsigned long>(r.parked));
-  printf("  client busy %.0f%% of the run (txn generation + submission)\n", 100 * r.client_busy);
+  printf("  client busy %.0f%% of the run (txn generation + submission); process CPU %.2f us per txn\n",
+         100 * r.client_busy, r.cpu_us_per_txn);
   printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
   fflush(stdout);
 }
@@ -264,11 +265,13 @@ int Micro() {
   for (const MicroRunResult& r : results) equal &= r.digest == results[0].digest;
   if (results.size() > 1 && !FLAGS_json) {
     const double base = results[0].txns_per_sec;
-    printf("\n%-10s %12s %8s %8s %8s %10s %10s %7s  %s\n", "lock_mgr", "txns/s", "vs dclp", "p50_us", "p99_us",
-           "blocked", "avg_active", "window", "digest");
+    const double base_cpu = results[0].cpu_us_per_txn;
+    printf("\n%-10s %12s %8s %9s %8s %8s %8s %10s %10s %7s  %s\n", "lock_mgr", "txns/s", "vs dclp", "cpu_us/tx",
+           "vs dclp", "p50_us", "p99_us", "blocked", "avg_active", "window", "digest");
     for (const MicroRunResult& r : results)
-      printf("%-10s %12.0f %7.2fx %8lu %8lu %9.1f%% %10.1f %7.0f  %016lx\n", r.lock_manager.c_str(),
-             r.txns_per_sec, r.txns_per_sec / base, static_cast<unsigned long>(r.p50_us),
+      printf("%-10s %12.0f %7.2fx %9.2f %7.2fx %8lu %8lu %9.1f%% %10.1f %7.0f  %016lx\n", r.lock_manager.c_str(),
+             r.txns_per_sec, r.txns_per_sec / base, r.cpu_us_per_txn,
+             base_cpu > 0 ? r.cpu_us_per_txn / base_cpu : 0, static_cast<unsigned long>(r.p50_us),
              static_cast<unsigned long>(r.p99_us), 100 * r.blocked_at_admission, r.avg_active, r.window,
              static_cast<unsigned long>(r.digest));
     if (FLAGS_txns > 0) {

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <memory>
 #include <vector>
 
@@ -15,6 +16,13 @@ namespace detdb {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// CPU seconds of every thread of this process so far.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 uint64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -77,6 +85,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   if (!s.ok()) return s;
 
   const auto start = Clock::now();
+  const double cpu_start = ProcessCpuSeconds();
   const auto end = start + std::chrono::duration<double>(o.duration_s);
   auto next_report = start + std::chrono::seconds(1);
   uint64_t submitted = 0;
@@ -132,6 +141,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
     }
   }
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu_secs = ProcessCpuSeconds() - cpu_start;
   s = (*engine)->Stop();
   if (!s.ok()) return s;
 
@@ -158,6 +168,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   for (const LockStats& ls : (*engine)->lock_stats()) r.peak_lock_bytes += ls.peak_memory_bytes;
   r.digest = (*engine)->Digest();
   r.client_busy = busy_s / secs;
+  r.cpu_us_per_txn = r.committed == 0 ? 0 : 1e6 * cpu_secs / static_cast<double>(r.committed);
   return r;
 }
 

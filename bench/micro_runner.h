@@ -45,6 +45,11 @@ struct MicroRunResult {
   uint64_t parked = 0;              // multi-partition txns that waited for reads
   uint64_t digest = 0;
   double client_busy = 0;           // share of the run the client spent generating + submitting
+  // CPU time of the whole process (every thread: client, sequencer, lock
+  // threads, workers) per committed txn over the measured run. Threads sleep
+  // when idle, so this is the work a txn costs; unlike txns/s it hardly
+  // moves when other processes share the cores (a noisy machine).
+  double cpu_us_per_txn = 0;
   size_t peak_lock_bytes = 0;
 };
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the DCLP paper's section-4 microbenchmark workloads under every lock
 manager and prints one table: dclp's throughput and every other manager's
-as a ratio of it (median of --rounds interleaved runs, from one process per
+as a ratio of it, and the same for process CPU time per txn (median of --rounds interleaved runs, from one process per
 workload, so the ratios of a row were measured side by side).
 
   bench/micro_sweep.py                      # every workload, 1 worker
@@ -77,8 +77,10 @@ def main():
     groups = set(a.only.split(",")) if a.only else None
     rows = []
     print(f"| workers | workload | dclp txns/s | " + " | ".join(f"{m}/dclp" for m in MANAGERS[1:]) +
-          " | dclp leads |")
-    print("| --- | --- | ---: | " + " | ".join("---:" for _ in MANAGERS[1:]) + " | --- |")
+          " | dclp leads | dclp cpu us/txn | " + " | ".join(f"{m} cpu" for m in MANAGERS[1:]) +
+          " | dclp cheapest |")
+    print("| --- | --- | ---: | " + " | ".join("---:" for _ in MANAGERS[1:]) + " | --- | ---: | " +
+          " | ".join("---:" for _ in MANAGERS[1:]) + " | --- |")
     sys.stdout.flush()
     for w in [int(x) for x in a.workers.split(",")]:
         for group, label, flags in workloads(a.compute_us):
@@ -91,15 +93,23 @@ def main():
             base = r["dclp"]["txns_per_sec"]
             ratios = [r[m]["txns_per_sec"] / base if m in r and base > 0 else float("nan") for m in MANAGERS[1:]]
             leads = all(x <= 1.0 for x in ratios)
+            # Process CPU per txn (the work a txn costs): others' over dclp's,
+            # above 1 means dclp is cheaper. Steadier than txns/s on a
+            # shared machine.
+            cpu = r["dclp"].get("cpu_us_per_txn", 0)
+            cratios = [r[m].get("cpu_us_per_txn", 0) / cpu if m in r and cpu > 0 else float("nan")
+                       for m in MANAGERS[1:]]
+            cheapest = all(x >= 1.0 for x in cratios)
             print(f"| {w} | {label} | {base / 1000:.0f}K | " + " | ".join(f"{x:.2f}x" for x in ratios) +
-                  f" | {'yes' if leads else 'NO'} |")
+                  f" | {'yes' if leads else 'NO'} | {cpu:.2f} | " + " | ".join(f"{x:.2f}x" for x in cratios) +
+                  f" | {'yes' if cheapest else 'NO'} |")
             sys.stdout.flush()
             for m in MANAGERS:
                 if m in r:
                     rows.append({"workers": w, "group": group, "workload": label, "lock_manager": m,
                                  "txns_per_sec": r[m]["txns_per_sec"], "avg_active": r[m].get("avg_active"),
                                  "window": r[m].get("window"), "blocked": r[m].get("blocked_at_admission"),
-                                 "p99_us": r[m].get("p99_us")})
+                                 "p99_us": r[m].get("p99_us"), "cpu_us_per_txn": r[m].get("cpu_us_per_txn")})
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             wr = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["workers"])

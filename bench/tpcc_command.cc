@@ -80,7 +80,14 @@ void PrintSummary(const TpccRunResult& r) {
     printf("  consistency (clause 3.3.2): %s\n", r.consistency_ok ? "OK" : "FAILED");
     for (const std::string& f : r.consistency_failures) printf("    %s\n", f.c_str());
   }
-  if (r.nodes <= 1) printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
+  if (r.nodes <= 1) {
+    printf("  admission: %.1f%% blocked, %.1f active on average, window %.0f at the end "
+           "(%lu grows, %lu shrinks, %lu worker starvations)\n",
+           100 * r.blocked_at_admission, r.avg_active, r.window,
+           static_cast<unsigned long>(r.window_grows), static_cast<unsigned long>(r.window_shrinks),
+           static_cast<unsigned long>(r.starved));
+    printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
+  }
   fflush(stdout);
 }
 

@@ -319,6 +319,17 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   if (!s.ok()) return s;
   if (!stop.ok()) return stop;
   Finish(&r);
+  const EngineStats es = (*engine)->stats();
+  for (const SchedulerStats& p : es.partitions) {
+    const double n = static_cast<double>(es.partitions.size());
+    r.blocked_at_admission +=
+        p.admitted == 0 ? 0 : static_cast<double>(p.blocked_at_admission) / p.admitted / n;
+    r.avg_active += p.avg_active / n;
+    r.window += static_cast<double>(p.window) / n;
+    r.window_grows += p.window_grows;
+    r.window_shrinks += p.window_shrinks;
+    r.starved += p.starved;
+  }
   if (o.check) {
     std::vector<const PartitionStore*> stores;
     for (PartitionId p = 0; p < o.partitions; ++p) stores.push_back((*engine)->store(p));

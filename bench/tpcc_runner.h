@@ -75,6 +75,11 @@ struct TpccRunResult {
   bool consistency_checked = false, consistency_ok = false;
   std::vector<std::string> consistency_failures;
   uint64_t digest = 0;             // one process only
+  // One process only: the schedulers' admission, averaged over partitions
+  // (SchedulerStats): share of admissions blocked, active txns per
+  // admission, the window at the end, its changes, worker starvations.
+  double blocked_at_admission = 0, avg_active = 0, window = 0;
+  uint64_t window_grows = 0, window_shrinks = 0, starved = 0;
   std::vector<std::shared_ptr<const pb::Batch>> history;  // one process, record_history
 };
 

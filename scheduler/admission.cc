@@ -25,7 +25,7 @@ void AdmissionController::SetWindow(uint64_t w) {
   window_ = w;
   resume_gap_ = std::max<uint64_t>(1, w / 8);
   gen_admitted_ = gen_blocked_ = 0;
-  gen_bound_ = false;
+  gen_bound_ = gen_input_ran_out_ = false;
 }
 
 void AdmissionController::Adjust(const AdmissionSignals& s) {
@@ -40,8 +40,9 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
     return;
   }
   gen_bound_ |= s.window_bound;
+  gen_input_ran_out_ |= s.input_ran_out;
   if (gen_admitted_ < window_) return;
-  if (gen_bound_) {
+  if (gen_bound_ && !gen_input_ran_out_) {
     const bool mostly_blocked = 2 * gen_blocked_ > gen_admitted_;
     const uint64_t step = std::max<uint64_t>(1, mostly_blocked ? window_ / 4 : window_ / 16);
     const uint64_t next = std::max(min_, window_ > step ? window_ - step : 0);
@@ -50,6 +51,7 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
     return;
   }
   gen_admitted_ = gen_blocked_ = 0;
+  gen_bound_ = gen_input_ran_out_ = false;
 }
 
 }  // namespace detdb

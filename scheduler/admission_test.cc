@@ -143,6 +143,24 @@ TEST(Admission, StarvingBetweenEpochsDoesNotStopShrinking) {
   EXPECT_LT(c.window(), 200u);
 }
 
+TEST(Admission, NoShrinkWhileTheLockThreadRunsOutOfInput) {
+  // TPC-C's closed loop: the window binds now and then and most admissions
+  // block (chains through the warehouse rows), but the lock thread also
+  // takes all of its input in every generation. It has time to spare: the
+  // window must not shrink (a small one only wakes the lock thread more).
+  AdmissionController c({.workers = 2, .max_active = 2000});
+  const uint64_t start = c.window();
+  for (int g = 0; g < 100; ++g) {
+    c.Adjust({.admitted = 4, .blocked = 3, .input_ran_out = true});
+    for (uint64_t n = 0; n < start; n += 8) c.Adjust(Round(8, 7));
+  }
+  EXPECT_EQ(c.window(), start);
+  EXPECT_EQ(c.shrinks(), 0u);
+  // The same generations without the lock thread ever running dry shrink it.
+  for (int g = 0; g < 100; ++g) Generation(&c, true);
+  EXPECT_EQ(c.window(), c.min_window());
+}
+
 TEST(Admission, AtTheCapResumesForOneTxn) {
   AdmissionController c({.workers = 1, .max_active = 64});
   for (int i = 0; i < 10; ++i) c.Adjust(Starved());

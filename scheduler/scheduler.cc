@@ -422,6 +422,7 @@ void Scheduler::LockThread() {
         if (st == nullptr) {
           const pb::Txn* txn = NextInput();
           input_idle_ = txn == nullptr;
+          sig.input_ran_out = input_idle_;
           if (input_idle_) break;
           st = NewState(txn);
         }
@@ -449,6 +450,7 @@ void Scheduler::LockThread() {
         // without taking it (input_idle_ is stale once the window binds).
         input_idle_ = !InputAvailable();
         sig.window_bound = !input_idle_;
+        sig.input_ran_out |= input_idle_;
       }
       AdjustAdmissionLocked(&sig);
       if (sig.window_bound && admission_.MayAdmit(active_)) progress = true;  // it grew: admit at once
