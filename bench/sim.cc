@@ -131,6 +131,11 @@ class Sim {
   absl::Status WorkerDone(uint32_t p, uint32_t w, PartitionTxn* st, double t);
   absl::Status CheckStart(Partition& part, const PartitionTxn* st);
   void CheckEnd(Partition& part, const PartitionTxn* st);
+  // With o_.cores set, threads share the cores: a step that starts while
+  // more threads run than there are cores takes longer by their ratio.
+  double Stretch() const {
+    return o_.cores == 0 ? 1.0 : std::max(1.0, static_cast<double>(running_) / o_.cores);
+  }
   double Busy(double from, double to) const {  // the part of [from, to) in the measured span
     return std::max(0.0, std::min(to, end_) - std::max(from, begin_));
   }
@@ -150,6 +155,7 @@ class Sim {
   uint64_t seq_ = 0;
   double begin_ = 0, end_ = 0;
   uint64_t committed_ = 0, parked_ = 0, events_ = 0;
+  uint64_t running_ = 0;  // lock threads awake and workers busy
 };
 
 absl::Status Sim::Init() {
@@ -240,6 +246,7 @@ void Sim::WakeLock(uint32_t p, double t) {
     return;
   }
   part.lock_sleeping = false;
+  ++running_;
   Push(t + c_.handoff_ns, Kind::kLockIter, p);
 }
 
@@ -265,6 +272,7 @@ void Sim::LockIter(uint32_t p, double t) {
   part.lock_progress = released || r.progress || !ready.empty();
   double cost = part.lm->TakeCost(lc_);
   if (part.lock_progress) cost = std::max(cost, 50.0);  // a pass is never free
+  cost *= Stretch();
   part.lock_busy_ns += Busy(t, t + cost);
   part.core_busy_until = t + cost;
   Push(t + cost, Kind::kLockIterEnd, p);
@@ -278,6 +286,7 @@ void Sim::LockIterEnd(uint32_t p, double t) {
     LockIter(p, t);
   } else {
     part.lock_sleeping = true;
+    --running_;
   }
 }
 
@@ -288,6 +297,7 @@ void Sim::Dispatch(uint32_t p, PartitionTxn* st, double t) {
   for (uint32_t w = 0; w < part.workers.size(); ++w) {
     if (part.workers[w].busy) continue;
     part.workers[w].busy = true;
+    ++running_;
     Push(t + c_.handoff_ns, Kind::kWorkerTake, p, 0, nullptr, w);
     return;
   }
@@ -304,6 +314,7 @@ void Sim::WorkerTake(uint32_t p, uint32_t w, double t) {
   }
   if (st == nullptr) {  // starving: Scheduler::WorkerThread's window signal
     wk.busy = false;
+    --running_;
     if (part.core->window_bound()) {
       if (part.core->active() >= part.core->admission().window()) ++part.starved;
       WakeLock(p, t);
@@ -318,7 +329,7 @@ void Sim::Start(uint32_t p, uint32_t w, PartitionTxn* st, double t) {
   const pb::Txn& txn = *st->txn;
   double cost = 0;
   if (!st->resumed) {
-    const double read_ns = c_.exec_key_ns * st->local_reads.size();
+    const double read_ns = c_.exec_key_ns * st->local_reads.size() * Stretch();
     if (st->reader) {  // the local reads go to the other executors
       for (PartitionId q : st->executors) {
         if (q == p) continue;
@@ -335,8 +346,8 @@ void Sim::Start(uint32_t p, uint32_t w, PartitionTxn* st, double t) {
     }
   }
   if (st->executor) {
-    cost = c_.exec_txn_ns + c_.exec_key_ns * txn.read_set_size() +
-           o_.workload.compute_us * 1000.0 * txn.read_set_size();
+    cost = (c_.exec_txn_ns + c_.exec_key_ns * txn.read_set_size() +
+            o_.workload.compute_us * 1000.0 * txn.read_set_size()) * Stretch();
   }
   part.workers[w].busy_ns += Busy(t, t + cost);
   Push(t + cost, Kind::kWorkerDone, p, 0, st, w);
@@ -361,7 +372,7 @@ absl::Status Sim::WorkerDone(uint32_t p, uint32_t w, PartitionTxn* st, double t)
     part.core->Release(st, &ready);
     part.core->Poll(&ready);
     const bool wake = part.core->AdmissionWorthResuming();
-    const double cost = part.lm->TakeCost(lc_);
+    const double cost = part.lm->TakeCost(lc_) * Stretch();
     part.core_busy_until = t + cost;
     part.workers[w].busy_ns += Busy(t, t + cost);
     next_t = t + cost;

@@ -11,7 +11,8 @@
 // expected remote reads); the microbenchmark's own generator (workloads/micro).
 //
 // What is modelled, from a calibration file (sim_costs.h), and how:
-// - every thread has a core of its own (no time-sharing);
+// - every thread has a core of its own, or with `cores` set, the threads
+//   share that many cores (processor sharing, see SimOptions::cores);
 // - the lock thread: one server per partition. An iteration takes the txns
 //   handed back, releases them, runs one Admit() slice and dispatches what
 //   became ready; it costs the lock manager's calibrated per-txn and per-key
@@ -70,6 +71,13 @@ struct SimOptions {
   uint32_t outstanding = 4000;     // closed loop, over all nodes
   double duration_s = 0.5;         // virtual seconds measured
   double warmup_s = 0.1;           // virtual seconds before the measurement
+  // Cores the threads share; 0: every thread has a core of its own (the
+  // paper's machines). With cores > 0 a step (a lock pass, a txn's run)
+  // that starts while R > cores threads run (lock threads awake, workers
+  // busy) takes R / cores times its calibrated cost: processor sharing,
+  // frozen at the step's start. The client and sequencer threads are not
+  // counted.
+  uint32_t cores = 0;
   bool check_g1 = true;
   // Makes the lock manager of every partition (tests: a broken one). Null:
   // NewLockManager(lock_manager, lock).

@@ -4,6 +4,8 @@
 #ifndef DETDB_BENCH_SIM_COMMAND_H_
 #define DETDB_BENCH_SIM_COMMAND_H_
 
+#include <string>
+
 #include "bench/micro_runner.h"
 #include "bench/sim.h"
 
@@ -11,6 +13,8 @@ namespace detdb {
 
 int CalibrateCommand();
 int SimulateCommand();
+// bench/figure_command.cc: `detdb-bench figure NAME`.
+int FigureCommand(const std::string& name);
 // The microbenchmark, simulation and real-run options the flags give.
 MicroOptions MicroFromFlags();
 SimOptions SimFromFlags();

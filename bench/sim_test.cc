@@ -110,6 +110,20 @@ TEST(SimBrokenLockManager, UncheckedItChangesTheResult) {
   EXPECT_GT(real->blocked_at_admission, 0.0);
 }
 
+TEST(SimCores, SharingFewerCoresThanThreadsLowersThroughput) {
+  SimOptions o = Contended("dclp");
+  o.workload.partitions = 1;
+  o.nodes = 1;
+  o.workload.multipartition = 0;
+  o.workload.contention = 0.0001;
+  auto own = RunSim(o, TestCosts());
+  o.cores = 2;  // 5 threads on 2 cores
+  auto shared = RunSim(o, TestCosts());
+  ASSERT_TRUE(own.ok() && shared.ok());
+  EXPECT_LT(shared->txns_per_sec, 0.7 * own->txns_per_sec)
+      << "own " << own->txns_per_sec << " shared " << shared->txns_per_sec;
+}
+
 TEST(SimCostsTest, TextRoundTripAndBadInput) {
   const SimCosts c = TestCosts();
   auto back = SimCosts::FromText(c.ToText());
