@@ -24,19 +24,27 @@ class MeteredLockManager final : public LockManager {
   bool CanAdmit() const override { return inner_->CanAdmit(); }
   bool Lock(LockTxn* t, ReadyList* ready) override {
     ++ops_;
-    keys_ += t->reads.size() + t->writes.size();
+    keys_ += Keys(*t);
     return inner_->Lock(t, ready);
   }
   void Prefetch(const LockTxn& t) const override { inner_->Prefetch(t); }
   void Release(LockTxn* t, ReadyList* ready) override {
     ++ops_;
-    keys_ += t->reads.size() + t->writes.size();
+    keys_ += Keys(*t);
     inner_->Release(t, ready);
   }
   void Poll(bool input_idle, ReadyList* ready) override { inner_->Poll(input_idle, ready); }
   bool IsQuiescent() const override { return inner_->IsQuiescent(); }
   absl::Status CheckInvariants() const override { return inner_->CheckInvariants(); }
   LockStats stats() const override { return inner_->stats(); }
+
+  // The distinct keys of t (a read-modify-write key is in both sets; the
+  // calibration's txns list each key once).
+  static uint64_t Keys(const LockTxn& t) {
+    uint64_t n = t.writes.size();
+    for (Key k : t.reads) n += std::find(t.writes.begin(), t.writes.end(), k) == t.writes.end();
+    return n;
+  }
 
   // Virtual ns of the Lock and Release calls since the last call; each
   // call is half of a txn's calibrated Lock + Release.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,7 +46,8 @@ DECLARE_bool(json);
 DEFINE_string(calibration, "sim_costs.txt", "simulate, figure: the cost file that detdb-bench calibrate wrote");
 DEFINE_string(out, "", "calibrate: the cost file to write; figure: the output directory");
 DEFINE_uint32(nodes, 1, "simulate: nodes (machines); --partitions are spread over them");
-DEFINE_double(sim_duration, 0.5, "simulate: virtual seconds measured (after 0.1 s of warm-up)");
+DEFINE_double(sim_duration, 0.5, "simulate: virtual seconds measured (after --sim_warmup)");
+DEFINE_double(sim_warmup, 0.1, "simulate: virtual seconds of warm-up before the measurement");
 DEFINE_bool(validate, false, "simulate: simulated against real throughput at 1 and 2 workers, 1 and 2 partitions");
 DEFINE_uint32(sim_cores, 0, "simulate, figure: cores the simulated threads share (0: a core per thread)");
 DEFINE_uint64(calibrate_txns, 200000, "calibrate: txns per lock-manager measurement");
@@ -79,6 +81,7 @@ SimOptions SimFromFlags() {
   o.epoch_us = FLAGS_epoch_us;
   o.outstanding = FLAGS_outstanding;
   o.duration_s = FLAGS_sim_duration;
+  o.warmup_s = FLAGS_sim_warmup;
   o.cores = FLAGS_sim_cores;
   return o;
 }
@@ -121,6 +124,14 @@ int CalibrateCommand() {
 
 namespace {
 
+// The 1-minute load average (other processes compete for the cores too).
+double LoadAverage() {
+  std::ifstream f("/proc/loadavg");
+  double l = -1;
+  f >> l;
+  return l;
+}
+
 int Validate(const SimCosts& costs, const std::vector<std::string>& names) {
   printf("simulated against real throughput (txns/s); real: %.1f s per run on this host; sim: %.2f virtual s; "
          "2 partitions: %.0f%% multi-partition txns\n",
@@ -131,6 +142,7 @@ int Validate(const SimCosts& costs, const std::vector<std::string>& names) {
   printf("%-10s %7s %10s %10s %10s %8s %10s %8s\n", "lock_mgr", "workers", "partitions", "real", "sim", "sim/real",
          absl::StrCat("sim", cores).c_str(), "ratio");
   int off = 0, total = 0;
+  const double load_before = LoadAverage();
   for (uint32_t parts : {1u, 2u}) {
     for (uint32_t workers : {1u, 2u}) {
       for (const std::string& name : names) {
@@ -168,6 +180,9 @@ int Validate(const SimCosts& costs, const std::vector<std::string>& names) {
       }
     }
   }
+  printf("load average (1 min) of this host before and after: %.1f, %.1f; with %u cores, a load above the real "
+         "runs' own threads means other processes took cores from them\n",
+         load_before, LoadAverage(), cores);
   printf("%d of %d setups: sim%u differs from real by more than 20%% (docs/PAPER.md, Validation, says why).\n",
          off, total, cores);
   return 0;
