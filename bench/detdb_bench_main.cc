@@ -18,6 +18,7 @@
 
 #include "bench/micro_cluster.h"
 #include "bench/micro_runner.h"
+#include "bench/sim_command.h"
 #include "client/cluster_config.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -297,21 +298,32 @@ namespace detdb::tpcc {
 int TpccCommand();  // bench/tpcc_command.cc
 }  // namespace detdb::tpcc
 
+
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "detdb-bench micro|tpcc [--compare] [flags]: the DCLP paper's microbenchmark or TPC-C on detdb");
-  const bool tpcc = argc >= 2 && std::strcmp(argv[1], "tpcc") == 0;
-  if (argc < 2 || (std::strcmp(argv[1], "micro") != 0 && !tpcc)) {
+  const std::string cmd = argc >= 2 ? argv[1] : "";
+  const bool tpcc = cmd == "tpcc";
+  const bool figure = cmd == "figure" && argc >= 3 && argv[2][0] != '-';
+  if (cmd != "micro" && cmd != "tpcc" && cmd != "calibrate" && cmd != "simulate" && !figure) {
     fprintf(stderr, "usage: detdb-bench micro [--compare] [--lock_manager=NAME] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench tpcc [--compare] [--warehouses=N] [--mix=full] [--cluster=CONFIG] [flags]\n"
+                    "       detdb-bench calibrate --out=FILE       (the simulation's costs on this host)\n"
+                    "       detdb-bench simulate [--nodes=M] [--partitions=P] [--workers=N] [--compare] [--validate]\n"
+                    "       detdb-bench figure NAME --out=DIR [--real]  (NAME: fig2..fig9, table2, all)\n"
                     "       detdb-bench micro --helpshort   (all flags)\n");
     return 2;
   }
-  // Drop the subcommand, then parse flags.
-  argv[1] = argv[0];
-  ++argv;
-  --argc;
+  // Drop the subcommand (and a figure's name), then parse flags.
+  const std::string figure_name = figure ? argv[2] : "";
+  const int drop = figure ? 2 : 1;
+  argv[drop] = argv[0];
+  argv += drop;
+  argc -= drop;
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
+  if (cmd == "calibrate") return detdb::CalibrateCommand();
+  if (figure) return detdb::FigureCommand(figure_name);
+  if (cmd == "simulate") return detdb::SimulateCommand();
   return tpcc ? detdb::tpcc::TpccCommand() : detdb::Micro();
 }

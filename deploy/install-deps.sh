@@ -6,6 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3
+  python3-matplotlib     # detdb-bench figure: the PNGs
   libabsl-dev            # absl::Status, flat_hash_map
   libxxhash-dev          # xxHash: the state digest
   libgflags-dev libgoogle-glog-dev

@@ -33,6 +33,12 @@
 // Either way one thread at a time runs the lock manager, and only the lock
 // thread admits (LockManager::Lock, in id order).
 //
+// What is decided (merge, admit, dispatch, release, park) is the pure logic of
+// scheduler_core.h and partition_txn.h; this class is its threaded runner:
+// the threads, the queues between them, who sleeps and who wakes whom, and
+// the mutex that guards each part of the core (in_mu_: the merger; lm_mu_:
+// the lock side; remote_mu_: the parked txns).
+//
 // Threads: 1 lock thread + `workers` worker threads, all of which sleep when
 // idle. Thread-safety: Enqueue and OnRemoteReads are thread-safe.
 #ifndef DETDB_SCHEDULER_SCHEDULER_H_
@@ -47,7 +53,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "common/notifier.h"
 #include "common/partitioner.h"
@@ -55,32 +60,13 @@
 #include "lockmgr/lock_manager.h"
 #include "proto/detdb.pb.h"
 #include "scheduler/admission.h"
+#include "scheduler/partition_txn.h"
+#include "scheduler/scheduler_core.h"
 #include "scheduler/procedure.h"
 #include "scheduler/transport.h"
 #include "storage/partition_store.h"
 
 namespace detdb {
-
-// The txns of one (epoch, sequencer) that touch one partition, in id order.
-struct SubBatchRef {
-  uint64_t epoch = 0;
-  uint32_t sequencer_id = 0;
-  std::shared_ptr<const void> owner;  // keeps the txns alive
-  std::vector<const pb::Txn*> txns;
-};
-
-class ReplySink {
- public:
-  virtual ~ReplySink() = default;
-  // Called once per txn, by a worker of the txn's coordinating partition.
-  virtual void OnTxnResult(const pb::Txn& txn, pb::TxnResult result) = 0;
-};
-
-// The partitions that take part in txn (readers and writers), and those that
-// execute it: the writers, or for a read-only txn its first reader. A txn
-// with no keys is run by partition 0.
-std::vector<PartitionId> ParticipantsOf(const pb::Txn& txn);
-std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn);
 
 struct SchedulerOptions {
   PartitionId partition = 0;
@@ -150,77 +136,45 @@ class Scheduler final : public RemoteReadsReceiver {
   bool HoldAt(uint64_t epoch);
   void ReleaseHold();
   // Lock manager statistics; REQUIRES: stopped.
-  LockStats lock_stats() const { return lm_->stats(); }
+  LockStats lock_stats() const { return core_.lock_manager().stats(); }
   // REQUIRES: stopped. True iff no txn is admitted or parked.
   bool IsQuiescent() const;
 
  private:
-  struct TxnState;
-  class ExecContext;
-  // Bytes for one txn's buffered writes: stable addresses (a procedure may
-  // hold a view of a value it wrote while it writes more), reused by the
-  // next txn of the TxnState without going back to the heap.
-  class ByteArena {
+  // The core's input, taken from merger_ under in_mu_.
+  class LockedInput final : public MergedInput {
    public:
-    char* Allocate(size_t n);
-    void Reset();
+    explicit LockedInput(Scheduler* s) : s_(s) {}
+    bool TakeNext(SubBatchRef* out) override;
+    bool NextHasTxns() override;
 
    private:
-    static constexpr size_t kBlock = 16 << 10;
-    std::vector<std::unique_ptr<char[]>> blocks_;
-    std::vector<std::unique_ptr<char[]>> large_;
-    size_t current_ = 0, used_ = 0;
+    Scheduler* const s_;
   };
 
-  Scheduler(const SchedulerOptions& options, PartitionStore* store, const Partitioner* partitioner,
-            const ProcedureRegistry* procedures, Transport* transport, ReplySink* replies,
-            std::unique_ptr<LockManager> lm);
+  Scheduler(const SchedulerOptions& options, const Partitioner* partitioner, std::unique_ptr<LockManager> lm,
+            PartitionStore* store, const ProcedureRegistry* procedures, Transport* transport, ReplySink* replies);
 
   void LockThread();
   void WorkerThread();
-  // Feeds the admission window what the lock thread saw this round and
-  // updates admission_blocked_. REQUIRES: lm_mu_ held.
-  void AdjustAdmissionLocked(AdmissionSignals* sig);
-  // Releases st's locks and frees it; appends txns that became ready.
+  // Publishes the core's admission state to the workers' hints and stats().
   // REQUIRES: lm_mu_ held.
-  void ReleaseLocked(TxnState* st, ReadyList* ready);
-  const pb::Txn* NextInput();
-  // Whether NextInput() would return a txn now (a look, nothing taken).
-  // Lock thread only. An empty sub-batch next in line counts as no input.
-  bool InputAvailable();
-  TxnState* NewState(const pb::Txn* txn);
-  void FreeState(TxnState* st);
-  // Worker side. Returns true if st finished here (push it to done).
-  bool Process(TxnState* st);
-  void ReadLocal(TxnState* st);
-  void SendReads(TxnState* st);
-  void Execute(TxnState* st);
-  static void AddRemote(TxnState* st, pb::RemoteReads* msg);
+  void PublishLocked(const AdmitResult* r);
+  // Worker side. Returns true if st finished here (release it).
+  bool Process(PartitionTxn* st);
 
   const SchedulerOptions options_;
-  PartitionStore* const store_;
-  const Partitioner* const partitioner_;
-  const ProcedureRegistry* const procedures_;
-  Transport* const transport_;
-  ReplySink* const replies_;
-  // The lock manager and the txn-state pool are used by one thread at a
-  // time: the lock thread, and with release_on_workers the workers too.
+  const TxnExecutor exec_;  // immutable: workers use it without a lock
+  LockedInput input_{this};
+  // The lock side: used by one thread at a time, the lock thread, and with
+  // release_on_workers the workers too.
   std::mutex lm_mu_;
-  const std::unique_ptr<LockManager> lm_;  // guarded by lm_mu_
-  std::vector<std::unique_ptr<TxnState>> all_states_;  // guarded by lm_mu_
-  std::vector<TxnState*> free_states_;                 // guarded by lm_mu_
-  uint64_t active_ = 0;                                // guarded by lm_mu_
-  AdmissionController admission_;                      // guarded by lm_mu_
-  bool input_idle_ = false;        // guarded by lm_mu_: the lock thread found no input
-  // guarded by lm_mu_: admission waits for the lock manager's CanAdmit() or
-  // for the admission window
-  bool admission_blocked_ = false;
+  PartitionCore core_;  // guarded by lm_mu_
   // The window is what stops admission (a hint for starving workers: wake
   // the lock thread so that the window can grow).
   std::atomic<bool> window_bound_{false};
-  std::atomic<uint64_t> active_now_{0};  // active_, for workers' starvation check (a hint)
+  std::atomic<uint64_t> active_now_{0};  // core_.active(), for workers' starvation check (a hint)
   std::atomic<uint64_t> starved_{0};  // workers that found no runnable txn, window binding
-  uint64_t starved_seen_ = 0;         // lock thread only: starved_ at the last Adjust
   std::atomic<uint64_t> window_{0}, window_grows_{0}, window_shrinks_{0};  // for stats()
   // False while the lock thread sleeps: then a worker releases its txn
   // itself rather than wake it (a hint; any value is safe).
@@ -231,30 +185,21 @@ class Scheduler final : public RemoteReadsReceiver {
 
   // Input: sub-batches waiting to be merged, by (epoch, sequencer).
   std::mutex in_mu_;
-  std::map<std::pair<uint64_t, uint32_t>, SubBatchRef> pending_;  // guarded by in_mu_
-  // Lock thread only:
-  std::pair<uint64_t, uint32_t> next_;  // next (epoch, sequencer) to merge
-  SubBatchRef current_;
-  size_t cursor_ = 0;
-  // The next txn, taken from the input and given its state but not yet
-  // admitted, so that its lock state loads while the one before it locks.
-  TxnState* lookahead_ = nullptr;  // guarded by lm_mu_
+  SubBatchMerger merger_;  // guarded by in_mu_
 
-  WorkQueue<TxnState*> ready_q_;  // lock thread -> workers (fresh and resumed txns)
+  WorkQueue<PartitionTxn*> ready_q_;  // lock thread -> workers (fresh and resumed txns)
   std::mutex done_mu_;
-  std::vector<TxnState*> done_;   // workers -> lock thread (!release_on_workers); guarded by done_mu_
+  std::vector<PartitionTxn*> done_;   // workers -> lock thread; guarded by done_mu_
 
   // Remote reads: parked txns and reads that arrived before their txn.
   std::mutex remote_mu_;
-  absl::flat_hash_map<TxnId, TxnState*> parked_;                        // guarded by remote_mu_
-  absl::flat_hash_map<TxnId, std::vector<pb::RemoteReads>> early_;      // guarded by remote_mu_
+  RemoteReadsTable remote_;  // guarded by remote_mu_
 
   std::atomic<uint64_t> admitted_{0}, blocked_at_admission_{0}, committed_{0}, aborted_{0},
       passive_{0}, parked_count_{0}, active_sum_{0};
   std::atomic<uint64_t> enqueued_{0}, released_{0};  // txns given to / released by this partition
   std::atomic<uint64_t> merged_epoch_{0};
   std::atomic<uint64_t> merged_txns_{0};                // txns of the sub-batches merged so far
-  uint64_t hold_epoch_ = UINT64_MAX;                    // guarded by in_mu_ (see HoldAt)
 
   std::thread lock_thread_;
   std::vector<std::thread> workers_;

@@ -1,0 +1,254 @@
+// `detdb-bench figure NAME --out DIR`: one figure or table of the DCLP
+// paper's section 4 (seed 002) by one command. NAME: fig2 ... fig9, table2,
+// or all. Each runs its sweep over the paper's four lock managers with the
+// paper's setup (4 workers and 1 lock thread per partition; 8 machines for
+// figs 7 and 8), prints the table, and writes DIR/NAME.csv and DIR/NAME.png
+// (bench/plot_figure.py, python3-matplotlib).
+//
+// Where this host has the cores for the setup it runs real threads (an
+// in-process detdb, bench/micro_runner.h); where not, the simulation
+// (bench/sim.h) with the costs of --calibration. The output says which.
+// --real runs the setup with real threads whatever the host (several nodes
+// become partitions of one process) and prints the simulation's prediction
+// beside each real figure.
+// Compiled into detdb-bench (flags belong to binaries).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench/sim_command.h"
+#include "gflags/gflags.h"
+
+DECLARE_string(calibration);
+DECLARE_string(out);
+DECLARE_uint32(workers);
+DECLARE_double(duration);
+DECLARE_double(sim_duration);
+DEFINE_bool(real, false, "figure: run the setup with real threads on this host, the simulation's prediction beside");
+DEFINE_string(figure_lock_managers, "dclp,vll_sca,vll,det2pl", "figure: the lock managers (the paper's four)");
+
+namespace detdb {
+namespace {
+
+struct Point {
+  MicroOptions w;
+  uint32_t nodes = 1;
+};
+
+struct Figure {
+  std::string name, title, xlabel;
+  bool logx = false;
+  std::vector<double> xs;
+  std::function<Point(double)> setup;
+};
+
+Point Base() {
+  Point p;
+  p.w.records_per_partition = 1000000;
+  return p;
+}
+
+std::vector<Figure> Figures() {
+  const std::vector<double> contention = {0.0001, 0.001, 0.01, 0.1};
+  const std::vector<double> mp = {0, 0.05, 0.1, 0.2, 0.5, 1.0};
+  auto vs_contention = [&](std::string name, std::string title, double compute_us, double write_fraction) {
+    return Figure{name, title, "contention index", true, contention, [=](double x) {
+                    Point p = Base();
+                    p.w.contention = x;
+                    p.w.compute_us = compute_us;
+                    p.w.write_fraction = write_fraction;
+                    return p;
+                  }};
+  };
+  auto multipartition = [&](std::string name, std::string title, double ci) {
+    return Figure{name, title, "multi-partition share", false, mp, [=](double x) {
+                    Point p = Base();
+                    p.nodes = 8;
+                    p.w.partitions = 8;
+                    p.w.contention = ci;
+                    p.w.multipartition = x;
+                    return p;
+                  }};
+  };
+  return {
+      vs_contention("fig2", "Fig. 2: short microbenchmark vs contention", 0, 1),
+      vs_contention("fig3", "Fig. 3: long microbenchmark (5 us per read) vs contention", 5, 1),
+      vs_contention("fig4", "Fig. 4: read-only short microbenchmark vs contention", 0, 0),
+      vs_contention("fig5", "Fig. 5: 5% writes, 95% reads vs contention", 0, 0.05),
+      Figure{"fig6", "Fig. 6: high contention (0.1), varying the write share", "write share", false,
+             {0, 0.05, 0.1, 0.2, 0.5, 1.0},
+             [](double x) {
+               Point p = Base();
+               p.w.contention = 0.1;
+               p.w.write_fraction = x;
+               return p;
+             }},
+      Figure{"table2", "Table 2: dependency depth (one hot record, written every depth+1 txns)", "depth", true,
+             {9, 19, 99},
+             [](double x) {
+               Point p = Base();
+               p.w.depth = static_cast<uint32_t>(x);
+               return p;
+             }},
+      multipartition("fig7", "Fig. 7: 8 machines, high contention (0.1), varying multi-partition txns", 0.1),
+      multipartition("fig8", "Fig. 8: 8 machines, low contention (0.0001), varying multi-partition txns", 0.0001),
+      Figure{"fig9", "Fig. 9: scalability, low contention, 10% multi-partition", "machines", false, {2, 4, 6, 8},
+             [](double x) {
+               Point p = Base();
+               p.nodes = static_cast<uint32_t>(x);
+               p.w.partitions = p.nodes;
+               p.w.contention = 0.0001;
+               p.w.multipartition = 0.1;
+               return p;
+             }},
+  };
+}
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  for (size_t e; (e = s.find(',', b)) != std::string::npos; b = e + 1) out.push_back(s.substr(b, e - b));
+  out.push_back(s.substr(b));
+  return out;
+}
+
+// The directory the binary was built in's source tree: build/<preset>/bench/detdb-bench.
+std::string PlotScript() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n > 0) {
+    std::string exe(buf, n);
+    for (int up = 0; up < 4; ++up) exe = exe.substr(0, exe.rfind('/'));
+    std::string path = exe + "/bench/plot_figure.py";
+    if (std::ifstream(path)) return path;
+  }
+  return "bench/plot_figure.py";
+}
+
+int RunFigure(const Figure& f, const SimCosts* costs, const std::vector<std::string>& lms, uint32_t workers) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::string csv_path = FLAGS_out + "/" + f.name + ".csv";
+  std::ofstream csv(csv_path);
+  if (!csv) {
+    fprintf(stderr, "detdb-bench figure: cannot write %s\n", csv_path.c_str());
+    return 1;
+  }
+  csv << "figure,x,series,txns_per_sec,mode" << (FLAGS_real ? ",sim_txns_per_sec" : "") << "\n";
+  printf("\n%s\n%-10s", f.title.c_str(), f.xlabel.substr(0, 10).c_str());
+  for (const std::string& lm : lms) printf(" %14s", lm.c_str());
+  if (lms.size() > 1) printf("   %s/others", lms[0].c_str());
+  printf("\n");
+  std::string modes;
+  for (double x : f.xs) {
+    const Point p = f.setup(x);
+    // Threads the setup needs: per partition a lock thread and the workers,
+    // per node a sequencer; the client runs beside them.
+    const uint64_t threads = uint64_t{p.w.partitions} * (1 + workers) + p.nodes + 1;
+    const bool real = FLAGS_real || (threads <= cores && p.nodes == 1);
+    const std::string mode = real ? "real" : "simulated";
+    if (modes.find(mode) == std::string::npos) modes += (modes.empty() ? "" : "+") + mode;
+    printf("%-10g", x);
+    std::vector<double> tps;
+    for (const std::string& lm : lms) {
+      double value = 0, sim_value = 0;
+      if (costs != nullptr) {
+        SimOptions so = SimFromFlags();
+        so.workload = p.w;
+        so.nodes = p.nodes;
+        so.workers = workers;
+        so.lock_manager = lm;
+        so.duration_s = FLAGS_sim_duration;
+        auto r = RunSim(so, *costs);
+        if (!r.ok()) {
+          fprintf(stderr, "detdb-bench figure: %s\n", std::string(r.status().message()).c_str());
+          return 1;
+        }
+        sim_value = value = r->txns_per_sec;
+      }
+      if (real) {
+        MicroRunOptions ro = RealFromFlags();
+        ro.workload = p.w;  // nodes become partitions of one process
+        ro.workers = workers;
+        ro.lock_manager = lm;
+        auto r = RunMicro(ro);
+        if (!r.ok()) {
+          fprintf(stderr, "detdb-bench figure: %s\n", std::string(r.status().message()).c_str());
+          return 1;
+        }
+        value = r->txns_per_sec;
+      }
+      tps.push_back(value);
+      if (FLAGS_real && costs != nullptr) {
+        printf(" %7.0f(s%6.0f)", value, sim_value);
+      } else {
+        printf(" %14.0f", value);
+      }
+      csv << f.name << "," << x << "," << lm << "," << value << "," << mode;
+      if (FLAGS_real) csv << "," << (costs != nullptr ? absl::StrCat(sim_value) : "");
+      csv << "\n";
+      fflush(stdout);
+    }
+    if (tps.size() > 1) {
+      printf("  ");
+      for (size_t i = 1; i < tps.size(); ++i) printf(" %.2f", tps[i] > 0 ? tps[0] / tps[i] : 0);
+    }
+    printf("   [%s]\n", mode.c_str());
+  }
+  csv.close();
+  printf("(%s; %u worker(s) + 1 lock thread per partition; this host: %u cores%s)\n", modes.c_str(), workers, cores,
+         FLAGS_real ? "; real (s simulated)" : "");
+  const std::string png = FLAGS_out + "/" + f.name + ".png";
+  // Debian's python3-matplotlib is for Debian's python3 (a python3 earlier
+  // on PATH, e.g. pyenv's, may lack it).
+  const std::string python = std::ifstream("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string cmd = absl::StrCat(python, " '", PlotScript(), "' '", csv_path, "' '", png, "' '", f.title,
+                                       "' '", f.xlabel, "'", f.logx ? " logx" : "");
+  if (std::system(cmd.c_str()) != 0) {
+    fprintf(stderr, "detdb-bench figure: plotting failed (%s); the CSV is %s. Is python3-matplotlib installed?\n",
+            cmd.c_str(), csv_path.c_str());
+    return 1;
+  }
+  printf("wrote %s and %s\n", csv_path.c_str(), png.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int FigureCommand(const std::string& name) {
+  if (FLAGS_out.empty()) {
+    fprintf(stderr, "detdb-bench figure NAME: give --out=DIR\n");
+    return 2;
+  }
+  std::filesystem::create_directories(FLAGS_out);
+  std::vector<Figure> chosen;
+  for (const Figure& f : Figures())
+    if (name == "all" || f.name == name) chosen.push_back(f);
+  if (chosen.empty()) {
+    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig9, table2, all; fig10 is TPC-C, "
+                    "which the simulation does not model: docs/PAPER.md)\n", name.c_str());
+    return 2;
+  }
+  const std::vector<std::string> lms = Split(FLAGS_figure_lock_managers);
+  const uint32_t workers = gflags::GetCommandLineFlagInfoOrDie("workers").is_default ? 4 : FLAGS_workers;
+  auto costs = SimCosts::Load(FLAGS_calibration);
+  if (!costs.ok() && !FLAGS_real) {
+    fprintf(stderr, "detdb-bench figure: %s\n", std::string(costs.status().message()).c_str());
+    return 1;
+  }
+  for (const Figure& f : chosen) {
+    const int rc = RunFigure(f, costs.ok() ? &*costs : nullptr, lms, workers);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+}  // namespace detdb

@@ -1,0 +1,25 @@
+// The simulation's subcommands of detdb-bench (bench/sim_command.cc) and the
+// option structs they build from its flags, for the figure command.
+// Thread-safety: called from main's thread only.
+#ifndef DETDB_BENCH_SIM_COMMAND_H_
+#define DETDB_BENCH_SIM_COMMAND_H_
+
+#include <string>
+
+#include "bench/micro_runner.h"
+#include "bench/sim.h"
+
+namespace detdb {
+
+int CalibrateCommand();
+int SimulateCommand();
+// bench/figure_command.cc: `detdb-bench figure NAME`.
+int FigureCommand(const std::string& name);
+// The microbenchmark, simulation and real-run options the flags give.
+MicroOptions MicroFromFlags();
+SimOptions SimFromFlags();
+MicroRunOptions RealFromFlags();
+
+}  // namespace detdb
+
+#endif  // DETDB_BENCH_SIM_COMMAND_H_

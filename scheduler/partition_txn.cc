@@ -1,0 +1,295 @@
+#include "scheduler/partition_txn.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+namespace detdb {
+
+std::vector<PartitionId> ParticipantsOf(const pb::Txn& txn) {
+  std::vector<PartitionId> out(txn.readers().begin(), txn.readers().end());
+  out.insert(out.end(), txn.writers().begin(), txn.writers().end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn) {
+  if (txn.writers_size() > 0) return {txn.writers().begin(), txn.writers().end()};
+  if (txn.readers_size() > 0) return {txn.readers(0)};
+  return {0};
+}
+
+namespace {
+template <typename C>
+bool Has(const C& c, PartitionId p) {
+  return std::find(c.begin(), c.end(), p) != c.end();
+}
+
+// Txns with more keys than this get indexed reads and writes; smaller ones
+// use linear scans, which are faster at that size.
+constexpr size_t kIndexAbove = 16;
+}  // namespace
+
+char* ByteArena::Allocate(size_t n) {
+  n = (n + 7) & ~size_t{7};
+  if (n > kBlock) {  // a large value: a block of its own
+    large_.push_back(std::make_unique<char[]>(n));
+    return large_.back().get();
+  }
+  if (blocks_.empty()) {
+    blocks_.push_back(std::make_unique<char[]>(kBlock));
+    current_ = used_ = 0;
+  } else if (used_ + n > kBlock) {
+    if (++current_ == blocks_.size()) blocks_.push_back(std::make_unique<char[]>(kBlock));
+    used_ = 0;
+  }
+  char* p = blocks_[current_].get() + used_;
+  used_ += n;
+  return p;
+}
+
+void ByteArena::Reset() {
+  current_ = used_ = 0;
+  if (blocks_.size() > 4) blocks_.resize(4);  // keep a few blocks for the next txn
+  large_.clear();
+}
+
+// The TxnContext a procedure runs against at this partition.
+class TxnExecutor::ExecContext final : public TxnContext {
+ public:
+  ExecContext(PartitionTxn* st, PartitionStore* store, KeyCover cover, const Partitioner* partitioner, PartitionId self)
+      : st_(st), store_(store), cover_(cover), partitioner_(partitioner), self_(self) {}
+  const pb::Txn& txn() const override { return *st_->txn; }
+
+  absl::StatusOr<std::string_view> Read(Key key) override {
+    if (const PartitionTxn::Value* v = FindRead(key)) {
+      if (!v->found) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+      return v->view();
+    }
+    if (Covered(key, /*for_write=*/false)) {
+      if (const BufferedWrite* w = FindWrite(key)) {
+        if (w->erase) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+        return std::string_view(w->value, w->size);
+      }
+      if (partitioner_->PartitionOf(key) != self_)
+        return absl::FailedPreconditionError(absl::StrCat("covered key ", key, " is not on this partition"));
+      const Record* r = store_->Get(key);
+      if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+      return std::string_view(r->value(), store_->GetTable(KeyTable(key))->value_size());
+    }
+    return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
+  }
+
+  absl::Status Write(Key key, std::string_view value) override {
+    absl::Status s = CheckWrite(key);
+    if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, &value);
+    if (!s.ok()) return s;
+    store_->Prefetch(key);  // its bucket, for applying the write after the procedure
+    BufferedWrite& w = Buffer(key);
+    if (w.value == nullptr || w.size != value.size()) {
+      w.value = st_->arena.Allocate(value.size());
+      w.size = static_cast<uint32_t>(value.size());
+    }
+    std::memmove(w.value, value.data(), value.size());  // value may be a view of w.value
+    w.erase = false;
+    return absl::OkStatus();
+  }
+
+  absl::Status Delete(Key key) override {
+    absl::Status s = CheckWrite(key);
+    if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, nullptr);
+    if (!s.ok()) return s;
+    BufferedWrite& w = Buffer(key);
+    w.erase = true;
+    return absl::OkStatus();
+  }
+
+  void Prefetch(std::span<const Key> keys) override {
+    for (Key k : keys) store_->Prefetch(k);        // every bucket at once,
+    for (Key k : keys) store_->PrefetchRecord(k);  // then every first record
+  }
+
+  absl::StatusOr<std::string_view> ReadReplicated(Key key) override {
+    const Record* r = store_->Get(key);
+    if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+    return std::string_view(r->value(), store_->GetTable(KeyTable(key))->value_size());
+  }
+
+ private:
+  using BufferedWrite = PartitionTxn::BufferedWrite;
+
+  const PartitionTxn::Value* FindRead(Key key) const {
+    if (st_->indexed) {
+      auto it = std::lower_bound(st_->reads.begin(), st_->reads.end(), key,
+                                 [](const PartitionTxn::Value& a, Key k) { return a.key < k; });
+      return it != st_->reads.end() && it->key == key ? &*it : nullptr;
+    }
+    for (const PartitionTxn::Value& x : st_->reads)
+      if (x.key == key) return &x;
+    return nullptr;
+  }
+  bool DeclaredWrite(Key key) const {
+    const auto& ws = st_->txn->write_set();
+    return st_->indexed ? std::binary_search(st_->declared_writes.begin(), st_->declared_writes.end(), key)
+                        : std::find(ws.begin(), ws.end(), key) != ws.end();
+  }
+  // Whether key is covered by a key the txn locked (for reading: in the read
+  // or write set; for writing: in the write set).
+  bool Covered(Key key, bool for_write) const {
+    if (cover_ == nullptr) return false;
+    const Key c = cover_(key);
+    if (c == key) return false;
+    return DeclaredWrite(c) || (!for_write && FindRead(c) != nullptr);
+  }
+  absl::Status CheckWrite(Key key) const {
+    if (DeclaredWrite(key) || Covered(key, /*for_write=*/true)) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's write set"));
+  }
+  BufferedWrite* FindWrite(Key key) {
+    if (st_->indexed) {
+      auto it = st_->write_index.find(key);
+      return it == st_->write_index.end() ? nullptr : &st_->writes[it->second];
+    }
+    for (BufferedWrite& w : st_->writes)
+      if (w.key == key) return &w;
+    return nullptr;
+  }
+  BufferedWrite& Buffer(Key key) {
+    if (BufferedWrite* w = FindWrite(key)) return *w;
+    if (st_->indexed) st_->write_index.emplace(key, static_cast<uint32_t>(st_->writes.size()));
+    st_->writes.push_back(BufferedWrite{key, nullptr, 0, false});
+    return st_->writes.back();
+  }
+
+  PartitionTxn* const st_;
+  PartitionStore* const store_;
+  const KeyCover cover_;
+  const Partitioner* const partitioner_;
+  const PartitionId self_;
+};
+
+void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<const void> owner) const {
+  const PartitionId self = self_;
+  st->txn = txn;
+  st->owner = std::move(owner);
+  st->local_reads.clear();
+  st->local_writes.clear();
+  for (Key k : txn->read_set())
+    if (partitioner_->PartitionOf(k) == self) st->local_reads.push_back(k);
+  for (Key k : txn->write_set())
+    if (partitioner_->PartitionOf(k) == self) st->local_writes.push_back(k);
+  st->executors = ExecutorsOf(*txn);
+  st->reader = !st->local_reads.empty();
+  st->executor = Has(st->executors, self);
+  st->coordinator = st->executors[0] == self;
+  st->resumed = false;
+  st->remote_expected = 0;
+  if (st->executor)
+    for (PartitionId r : txn->readers()) st->remote_expected += r != self;
+  st->remote_received = 0;
+  st->reads.clear();
+  st->writes.clear();
+  st->arena.Reset();
+  st->indexed = false;
+  st->lt.id = txn->id();
+  st->lt.reads = st->local_reads;
+  st->lt.writes = st->local_writes;
+  st->lt.user = st;
+}
+
+void TxnExecutor::ReadLocal(PartitionTxn* st) const {
+  // Overlap the cache misses of all keys: buckets first, then records.
+  for (Key k : st->local_reads) store_->Prefetch(k);
+  for (Key k : st->local_reads) store_->PrefetchRecord(k);
+  for (Key k : st->local_reads) {
+    const Record* r = store_->Get(k);
+    if (r == nullptr) {
+      st->reads.push_back({k, false, nullptr, 0, std::string()});
+    } else {
+      const Table* t = store_->GetTable(KeyTable(k));
+      // The procedure will read the value: start loading all its lines now.
+      for (uint32_t off = 0; off < t->value_size(); off += 64) __builtin_prefetch(r->value() + off, 0);
+      st->reads.push_back({k, true, r->value(), t->value_size(), std::string()});
+    }
+  }
+}
+
+void TxnExecutor::SendReads(PartitionTxn* st) const {
+  const size_t n_local = st->reads.size();
+  for (PartitionId to : st->executors) {
+    if (to == self_) continue;
+    pb::RemoteReads msg;
+    msg.set_txn_id(st->txn->id());
+    msg.set_from_partition(self_);
+    for (size_t i = 0; i < n_local; ++i) {
+      pb::KeyValue* kv = msg.add_reads();
+      kv->set_key(st->reads[i].key);
+      kv->set_found(st->reads[i].found);
+      const std::string_view v = st->reads[i].view();
+      kv->set_value(v.data(), v.size());
+    }
+    transport_->Send(to, std::move(msg));
+  }
+}
+
+void TxnExecutor::AddRemote(PartitionTxn* st, pb::RemoteReads* msg) {
+  for (pb::KeyValue& kv : *msg->mutable_reads())
+    st->reads.push_back({kv.key(), kv.found(), nullptr, 0, std::move(*kv.mutable_value())});
+  ++st->remote_received;
+}
+
+bool TxnExecutor::Execute(PartitionTxn* st) const {
+  const pb::Txn& txn = *st->txn;
+  std::string result;
+  absl::Status s;
+  Procedure proc = procedures_->Find(txn.type());
+  if (proc == nullptr) {
+    s = absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));
+  } else {
+    if (st->reads.size() > kIndexAbove || static_cast<size_t>(txn.write_set_size()) > kIndexAbove) {
+      st->indexed = true;
+      std::sort(st->reads.begin(), st->reads.end(),
+                [](const PartitionTxn::Value& a, const PartitionTxn::Value& b) { return a.key < b.key; });
+      st->declared_writes.assign(txn.write_set().begin(), txn.write_set().end());
+      std::sort(st->declared_writes.begin(), st->declared_writes.end());
+      st->write_index.clear();
+    }
+    ExecContext ctx(st, store_, procedures_->key_cover(), partitioner_, self_);
+    s = proc(&ctx, &result);
+  }
+  if (s.ok()) {
+    // Apply the local writes (Write() prefetched their buckets; prefetching
+    // their first records here as well measured no better).
+    for (const auto& w : st->writes) {
+      if (partitioner_->PartitionOf(w.key) != self_) continue;
+      if (w.erase) {
+        store_->Erase(w.key);
+        continue;
+      }
+      Record* r = store_->Insert(w.key);  // the existing record, or a new one
+      CHECK(r != nullptr) << "insert of key " << w.key << " failed";
+      std::memcpy(r->value(), w.value, w.size);
+    }
+  }
+  if (st->coordinator) {
+    pb::TxnResult r;
+    r.set_txn_id(txn.id());
+    r.set_client_id(txn.client_id());
+    r.set_client_seq(txn.client_seq());
+    if (s.ok()) {
+      r.set_status(pb::STATUS_OK);
+      r.set_result(std::move(result));
+    } else {
+      r.set_status(pb::STATUS_ABORTED);
+      r.set_error(std::string(s.message()));
+    }
+    replies_->OnTxnResult(txn, std::move(r));
+  }
+  return s.ok();
+}
+
+}  // namespace detdb

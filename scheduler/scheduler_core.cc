@@ -1,0 +1,154 @@
+#include "scheduler/scheduler_core.h"
+
+#include "glog/logging.h"
+
+namespace detdb {
+
+bool SubBatchMerger::Add(SubBatchRef sb) {
+  const auto key = std::make_pair(sb.epoch, sb.sequencer_id);
+  if (key < next_ || pending_.contains(key)) return false;
+  pending_.emplace(key, std::move(sb));
+  return true;
+}
+
+bool SubBatchMerger::TakeNext(SubBatchRef* out) {
+  if (Held()) return false;  // held at an epoch boundary
+  auto it = pending_.find(next_);
+  if (it == pending_.end()) return false;  // wait for it: never skip
+  *out = std::move(it->second);
+  pending_.erase(it);
+  if (++next_.second == num_sequencers_) next_ = {next_.first + 1, 0};
+  return true;
+}
+
+bool SubBatchMerger::NextHasTxns() const {
+  if (Held()) return false;
+  auto it = pending_.find(next_);
+  return it != pending_.end() && !it->second.txns.empty();
+}
+
+bool SubBatchMerger::HoldAt(uint64_t epoch) {
+  if (next_ > std::make_pair(epoch, 0u)) return false;  // already merging epoch or later
+  hold_epoch_ = epoch;
+  return true;
+}
+
+PartitionCore::PartitionCore(const PartitionCoreOptions& options, std::unique_ptr<LockManager> lm,
+                             const TxnExecutor* exec, MergedInput* input)
+    : exec_(exec),
+      input_(input),
+      lm_(std::move(lm)),
+      admission_({.workers = options.workers,
+                  .max_active = options.max_active,
+                  .adaptive = options.adaptive_admission}) {}
+
+bool PartitionCore::InputAvailable() {
+  if (lookahead_ != nullptr || cursor_ < current_.txns.size()) return true;
+  return input_->NextHasTxns();
+}
+
+// The next txn in merge order, or nullptr if its sub-batch has not arrived.
+// The txn stays valid while current_.owner (copied into its state) lives.
+const pb::Txn* PartitionCore::NextInput() {
+  while (cursor_ == current_.txns.size()) {
+    if (!input_->TakeNext(&current_)) return nullptr;
+    cursor_ = 0;
+  }
+  return current_.txns[cursor_++];
+}
+
+PartitionTxn* PartitionCore::NewState(const pb::Txn* txn) {
+  PartitionTxn* st;
+  if (free_states_.empty()) {
+    all_states_.push_back(std::make_unique<PartitionTxn>());
+    st = all_states_.back().get();
+  } else {
+    st = free_states_.back();
+    free_states_.pop_back();
+  }
+  exec_->Init(st, txn, current_.owner);
+  return st;
+}
+
+void PartitionCore::Release(PartitionTxn* st, ReadyList* ready) {
+  lm_->Release(&st->lt, ready);
+  st->txn = nullptr;
+  DCHECK(st->owner == nullptr) << "the owner is dropped by the runner";
+  free_states_.push_back(st);
+  --active_;
+}
+
+AdmitResult PartitionCore::Admit(int slice, uint64_t starved_total, ReadyList* ready) {
+  AdmitResult out;
+  AdmissionSignals sig;
+  for (int n = 0; n < slice && lm_->CanAdmit() && admission_.MayAdmit(active_); ++n) {
+    PartitionTxn* st = lookahead_;
+    lookahead_ = nullptr;
+    if (st == nullptr) {
+      const pb::Txn* txn = NextInput();
+      input_idle_ = txn == nullptr;
+      sig.input_ran_out = input_idle_;
+      if (input_idle_) break;
+      st = NewState(txn);
+    }
+    input_idle_ = false;
+    // Take the txn after it too, and let the lock manager start loading
+    // its lock state (LockManager::Prefetch) while this one locks.
+    if (const pb::Txn* next = NextInput(); next != nullptr) {
+      lookahead_ = NewState(next);
+      lm_->Prefetch(lookahead_->lt);
+    }
+    ++active_;
+    const bool granted = lm_->Lock(&st->lt, ready);
+    ++out.admitted;
+    out.active_sum += active_;
+    ++sig.admitted;
+    if (!granted) {
+      ++out.blocked;
+      ++sig.blocked;
+    }
+    out.progress = true;
+  }
+  if (lm_->CanAdmit() && !admission_.MayAdmit(active_)) {
+    // The window stopped admission, if there is input to admit: look
+    // without taking it (input_idle_ is stale once the window binds).
+    input_idle_ = !InputAvailable();
+    sig.window_bound = !input_idle_;
+    sig.input_ran_out |= input_idle_;
+  }
+  sig.starved = starved_total - starved_seen_;
+  starved_seen_ = starved_total;
+  admission_.Adjust(sig);
+  admission_blocked_ = !lm_->CanAdmit() || !admission_.MayAdmit(active_);
+  window_bound_ = sig.window_bound && !admission_.MayAdmit(active_);
+  if (sig.window_bound && admission_.MayAdmit(active_)) out.progress = true;  // it grew: admit at once
+  lm_->Poll(input_idle_ || admission_blocked_, ready);
+  return out;
+}
+
+bool RemoteReadsTable::TakeEarlyOrPark(PartitionTxn* st) {
+  auto it = early_.find(st->txn->id());
+  if (it != early_.end()) {  // reads that arrived before the txn was dispatched
+    for (pb::RemoteReads& msg : it->second) TxnExecutor::AddRemote(st, &msg);
+    early_.erase(it);
+  }
+  if (!st->MissingRemoteReads()) return true;
+  parked_.emplace(st->txn->id(), st);  // WAITING: the worker moves on
+  return false;
+}
+
+PartitionTxn* RemoteReadsTable::OnRemoteReads(pb::RemoteReads msg) {
+  auto it = parked_.find(msg.txn_id());
+  if (it == parked_.end()) {
+    early_[msg.txn_id()].push_back(std::move(msg));  // kept until the txn is dispatched
+    return nullptr;
+  }
+  PartitionTxn* st = it->second;
+  TxnExecutor::AddRemote(st, &msg);
+  if (st->MissingRemoteReads()) return nullptr;
+  parked_.erase(it);
+  st->resumed = true;
+  return st;
+}
+
+}  // namespace detdb

@@ -1,0 +1,177 @@
+// The scheduler's decisions, without its threads: what a partition merges,
+// admits, dispatches, releases and parks. Pure logic: no threads, no clock,
+// no mutexes, no atomics. Two runners drive the same code: the threaded
+// Scheduler (scheduler.h: a lock thread, a worker pool, their hand-offs and
+// wake-ups) and the virtual-time simulation (bench/sim.h). As SLOG splits a
+// module's Loop() from its ModuleRunner, and detdb's sequencer splits
+// EpochBatcher from the Sequencer thread.
+//
+// Three parts, each used by one thread at a time; a runner that runs them on
+// several threads guards each part with its own mutex:
+// - SubBatchMerger: sub-batches in, merged in (epoch, sequencer) order.
+//   INPUT: Add(sub-batch). OUTPUT: TakeNext() in merge order, waiting for a
+//   missing one (never skipping it); HoldAt() stops it at an epoch boundary.
+// - PartitionCore: the lock side (the LockManager, the txn states, the
+//   admission window). INPUT: Admit() (one admission slice, taking txns from
+//   a MergedInput), Release() of finished txns. OUTPUT: the txns that became
+//   runnable (a ReadyList, in the order of LOCKING.md N4) to dispatch to
+//   workers, and whether a stopped admission is worth resuming.
+// - RemoteReadsTable: parking. INPUT: an executor missing remote reads
+//   (Park), another partition's reads (OnRemoteReads). OUTPUT: the parked txn
+//   that became complete, to dispatch again.
+// The worker side (run a dispatched txn) is TxnExecutor (partition_txn.h).
+#ifndef DETDB_SCHEDULER_SCHEDULER_CORE_H_
+#define DETDB_SCHEDULER_SCHEDULER_CORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "lockmgr/lock_manager.h"
+#include "proto/detdb.pb.h"
+#include "scheduler/admission.h"
+#include "scheduler/partition_txn.h"
+
+namespace detdb {
+
+// The txns of one (epoch, sequencer) that touch one partition, in id order.
+struct SubBatchRef {
+  uint64_t epoch = 0;
+  uint32_t sequencer_id = 0;
+  std::shared_ptr<const void> owner;  // keeps the txns alive
+  std::vector<const pb::Txn*> txns;
+};
+
+// Thread-safety: not thread-safe.
+class SubBatchMerger {
+ public:
+  // REQUIRES: num_sequencers >= 1.
+  SubBatchMerger(uint32_t num_sequencers, uint64_t first_epoch)
+      : num_sequencers_(num_sequencers), next_(first_epoch, 0) {}
+
+  // False (and dropped) if sb's (epoch, sequencer) was merged or added before.
+  bool Add(SubBatchRef sb);
+  // Moves the next sub-batch in merge order into *out; false if it has not
+  // arrived, or the merge is held at its epoch.
+  bool TakeNext(SubBatchRef* out);
+  // Whether TakeNext would give a sub-batch with txns now (a look).
+  bool NextHasTxns() const;
+  // Stops the merge before anything of `epoch` or later; false (no hold) if
+  // part of `epoch` or later is merged already.
+  bool HoldAt(uint64_t epoch);
+  void ReleaseHold() { hold_epoch_ = UINT64_MAX; }
+  // Every sub-batch of every epoch below this one has been taken.
+  uint64_t merged_epoch() const { return next_.first; }
+
+ private:
+  bool Held() const { return next_.second == 0 && next_.first >= hold_epoch_; }
+
+  const uint32_t num_sequencers_;
+  std::map<std::pair<uint64_t, uint32_t>, SubBatchRef> pending_;
+  std::pair<uint64_t, uint32_t> next_;  // next (epoch, sequencer) to take
+  uint64_t hold_epoch_ = UINT64_MAX;
+};
+
+// Where PartitionCore takes its sub-batches from: a SubBatchMerger, behind
+// whatever lock the runner needs.
+class MergedInput {
+ public:
+  virtual ~MergedInput() = default;
+  virtual bool TakeNext(SubBatchRef* out) = 0;
+  virtual bool NextHasTxns() = 0;
+};
+
+struct PartitionCoreOptions {
+  uint32_t workers = 1;         // workers of the partition (the admission window's unit)
+  uint32_t max_active = 2000;   // LockManagerOptions::max_active
+  bool adaptive_admission = true;
+};
+
+// What one Admit() call did (the runner's statistics).
+struct AdmitResult {
+  uint64_t admitted = 0;
+  uint64_t blocked = 0;      // admitted but not granted at once
+  uint64_t active_sum = 0;   // sum over admissions of the active txns then
+  bool progress = false;     // admitted something, or the window grew
+};
+
+// Thread-safety: not thread-safe (see the file comment).
+class PartitionCore {
+ public:
+  // exec and input must outlive the core.
+  PartitionCore(const PartitionCoreOptions& options, std::unique_ptr<LockManager> lm, const TxnExecutor* exec,
+                MergedInput* input);
+
+  // One admission slice: admits up to `slice` txns in merge order while the
+  // lock manager and the window allow, then feeds the window what it saw
+  // (`starved_total`: the runner's count of workers that found no runnable
+  // txn while the window was binding, ever) and polls the lock manager.
+  // Appends the txns that became runnable to *ready.
+  AdmitResult Admit(int slice, uint64_t starved_total, ReadyList* ready);
+  // Releases a finished txn's locks and frees its state; appends txns that
+  // became runnable. REQUIRES: st->owner already taken (the runner drops it
+  // where it wants: it may free a batch).
+  void Release(PartitionTxn* st, ReadyList* ready);
+  // LockManager::Poll as the lock side would: after releases outside Admit.
+  void Poll(ReadyList* ready) { lm_->Poll(input_idle_ || admission_blocked_, ready); }
+  // Admission stopped (by the lock manager or the window) and is worth
+  // resuming now.
+  bool AdmissionWorthResuming() const {
+    return admission_blocked_ && lm_->CanAdmit() && admission_.WorthResuming(active_);
+  }
+
+  uint64_t active() const { return active_; }
+  // The window, not the input or the lock manager, stops admission now.
+  bool window_bound() const { return window_bound_; }
+  const AdmissionController& admission() const { return admission_; }
+  const LockManager& lock_manager() const { return *lm_; }
+  // True iff no txn is admitted and the lock manager is quiescent.
+  bool IsQuiescent() const { return active_ == 0 && lm_->IsQuiescent(); }
+
+ private:
+  const pb::Txn* NextInput();
+  bool InputAvailable();
+  PartitionTxn* NewState(const pb::Txn* txn);
+
+  const TxnExecutor* const exec_;
+  MergedInput* const input_;
+  const std::unique_ptr<LockManager> lm_;
+  std::vector<std::unique_ptr<PartitionTxn>> all_states_;
+  std::vector<PartitionTxn*> free_states_;
+  uint64_t active_ = 0;
+  AdmissionController admission_;
+  bool input_idle_ = false;         // the last admission found no input
+  bool admission_blocked_ = false;  // admission waits for CanAdmit() or the window
+  bool window_bound_ = false;
+  uint64_t starved_seen_ = 0;       // starved_total at the last Adjust
+  SubBatchRef current_;             // the sub-batch being admitted
+  size_t cursor_ = 0;
+  // The next txn, taken from the input and given its state but not yet
+  // admitted, so that its lock state loads while the one before it locks.
+  PartitionTxn* lookahead_ = nullptr;
+};
+
+// Thread-safety: not thread-safe.
+class RemoteReadsTable {
+ public:
+  // st, an executor just dispatched and missing remote reads, takes those
+  // that arrived before it. True if it now has them all; else it is parked
+  // (WAITING) until OnRemoteReads completes it.
+  bool TakeEarlyOrPark(PartitionTxn* st);
+  // Another participant's reads: added to their parked txn, which is
+  // returned (marked resumed) if it is now complete; kept until the txn is
+  // dispatched if it is not parked yet. nullptr otherwise.
+  PartitionTxn* OnRemoteReads(pb::RemoteReads msg);
+  size_t parked() const { return parked_.size(); }
+
+ private:
+  absl::flat_hash_map<TxnId, PartitionTxn*> parked_;
+  absl::flat_hash_map<TxnId, std::vector<pb::RemoteReads>> early_;
+};
+
+}  // namespace detdb
+
+#endif  // DETDB_SCHEDULER_SCHEDULER_CORE_H_
