@@ -31,7 +31,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, const Partitioner* partiti
       core_({.workers = options.workers,
              .max_active = options.lock.max_active,
              .adaptive_admission = options.adaptive_admission},
-            std::move(lm), &exec_, &input_),
+            std::move(lm), &exec_, &input_, this),
       merger_(options.num_sequencers, options.first_epoch),
       merged_epoch_(options.first_epoch) {
   transport->RegisterReceiver(options_.partition, this);
@@ -106,18 +106,15 @@ void Scheduler::ReleaseHold() {
   lock_notifier_.Notify();
 }
 
-void Scheduler::PublishLocked(const AdmitResult* r) {
-  if (r != nullptr) {
-    admitted_.fetch_add(r->admitted, std::memory_order_relaxed);
-    blocked_at_admission_.fetch_add(r->blocked, std::memory_order_relaxed);
-    active_sum_.fetch_add(r->active_sum, std::memory_order_relaxed);
-    window_bound_.store(core_.window_bound(), std::memory_order_relaxed);
-    const AdmissionController& a = core_.admission();
-    window_.store(a.window(), std::memory_order_relaxed);
-    window_grows_.store(a.grows(), std::memory_order_relaxed);
-    window_shrinks_.store(a.shrinks(), std::memory_order_relaxed);
-  }
-  active_now_.store(core_.active(), std::memory_order_relaxed);
+void Scheduler::PublishLocked(const AdmitResult& r) {
+  admitted_.fetch_add(r.admitted, std::memory_order_relaxed);
+  blocked_at_admission_.fetch_add(r.blocked, std::memory_order_relaxed);
+  active_sum_.fetch_add(r.active_sum, std::memory_order_relaxed);
+  window_bound_.store(core_.window_bound(), std::memory_order_relaxed);
+  const AdmissionController& a = core_.admission();
+  window_.store(a.window(), std::memory_order_relaxed);
+  window_grows_.store(a.grows(), std::memory_order_relaxed);
+  window_shrinks_.store(a.shrinks(), std::memory_order_relaxed);
 }
 
 void Scheduler::LockThread() {
@@ -138,7 +135,7 @@ void Scheduler::LockThread() {
       for (PartitionTxn* st : done) core_.Release(st, &ready);  // releases first: they unblock work
       // Admit in slices, so that workers releasing under lm_mu_ wait little.
       const AdmitResult r = core_.Admit(by_workers ? 64 : 512, starved_.load(std::memory_order_relaxed), &ready);
-      PublishLocked(&r);
+      PublishLocked(r);
       progress |= r.progress;
     }
     released_.fetch_add(done.size(), std::memory_order_release);
@@ -201,7 +198,6 @@ void Scheduler::WorkerThread() {
       }
       std::shared_ptr<const void> owner = std::move(st->owner);  // may free a batch: after unlocking
       core_.Release(st, &ready);
-      PublishLocked(nullptr);
       // The same Poll as the lock thread's: with the lock thread asleep
       // because admission is blocked, this may be the idle pass (SCA) that
       // unblocks a txn.

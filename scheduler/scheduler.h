@@ -95,7 +95,7 @@ struct SchedulerStats {
   uint64_t starved = 0;    // times a worker found no runnable txn
 };
 
-class Scheduler final : public RemoteReadsReceiver {
+class Scheduler final : public RemoteReadsReceiver, private CoreListener {
  public:
   // Everything passed must outlive the scheduler.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerOptions& options,
@@ -159,7 +159,9 @@ class Scheduler final : public RemoteReadsReceiver {
   void WorkerThread();
   // Publishes the core's admission state to the workers' hints and stats().
   // REQUIRES: lm_mu_ held.
-  void PublishLocked(const AdmitResult* r);
+  void PublishLocked(const AdmitResult& r);
+  // CoreListener: the core's active count, for the workers' hint.
+  void OnActiveChanged(uint64_t active) override { active_now_.store(active, std::memory_order_relaxed); }
   // Worker side. Returns true if st finished here (release it).
   bool Process(PartitionTxn* st);
 

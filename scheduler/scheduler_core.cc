@@ -34,9 +34,10 @@ bool SubBatchMerger::HoldAt(uint64_t epoch) {
 }
 
 PartitionCore::PartitionCore(const PartitionCoreOptions& options, std::unique_ptr<LockManager> lm,
-                             const TxnExecutor* exec, MergedInput* input)
+                             const TxnExecutor* exec, MergedInput* input, CoreListener* listener)
     : exec_(exec),
       input_(input),
+      listener_(listener),
       lm_(std::move(lm)),
       admission_({.workers = options.workers,
                   .max_active = options.max_active,
@@ -76,6 +77,7 @@ void PartitionCore::Release(PartitionTxn* st, ReadyList* ready) {
   DCHECK(st->owner == nullptr) << "the owner is dropped by the runner";
   free_states_.push_back(st);
   --active_;
+  if (listener_ != nullptr) listener_->OnActiveChanged(active_);
 }
 
 AdmitResult PartitionCore::Admit(int slice, uint64_t starved_total, ReadyList* ready) {
@@ -99,6 +101,7 @@ AdmitResult PartitionCore::Admit(int slice, uint64_t starved_total, ReadyList* r
       lm_->Prefetch(lookahead_->lt);
     }
     ++active_;
+    if (listener_ != nullptr) listener_->OnActiveChanged(active_);
     const bool granted = lm_->Lock(&st->lt, ready);
     ++out.admitted;
     out.active_sum += active_;

@@ -98,12 +98,21 @@ struct AdmitResult {
   bool progress = false;     // admitted something, or the window grew
 };
 
+// What a runner hears from PartitionCore as it happens, on the thread that
+// called the core: the threaded runner mirrors the active count into the
+// hint its starving workers read (admission.h), admission by admission.
+class CoreListener {
+ public:
+  virtual ~CoreListener() = default;
+  virtual void OnActiveChanged(uint64_t active) = 0;
+};
+
 // Thread-safety: not thread-safe (see the file comment).
 class PartitionCore {
  public:
-  // exec and input must outlive the core.
+  // exec, input and listener (may be null) must outlive the core.
   PartitionCore(const PartitionCoreOptions& options, std::unique_ptr<LockManager> lm, const TxnExecutor* exec,
-                MergedInput* input);
+                MergedInput* input, CoreListener* listener = nullptr);
 
   // One admission slice: admits up to `slice` txns in merge order while the
   // lock manager and the window allow, then feeds the window what it saw
@@ -138,6 +147,7 @@ class PartitionCore {
 
   const TxnExecutor* const exec_;
   MergedInput* const input_;
+  CoreListener* const listener_;
   const std::unique_ptr<LockManager> lm_;
   std::vector<std::unique_ptr<PartitionTxn>> all_states_;
   std::vector<PartitionTxn*> free_states_;
