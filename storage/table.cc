@@ -354,6 +354,8 @@ void Table::MigrateBucket(Migration* m, uint64_t ob) {
     src.head.store(next, std::memory_order_release);
     r->next.store(dst.head.load(std::memory_order_relaxed), std::memory_order_release);
     dst.head.store(r, std::memory_order_release);
+    if (move_hook_) [[unlikely]]
+      move_hook_(r->key);
     r = next;
   }
   src.filter.store(0, std::memory_order_release);

@@ -66,6 +66,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -258,6 +259,12 @@ class Table {
   // Bytes one record takes in a slab: header + value, rounded up to 8.
   size_t record_bytes() const { return arena_.block_bytes(); }
 
+  // Tests only: called in the middle of every bucket move, after each moved
+  // record with its key (the stripe latched, its sequence count odd), so a
+  // test can widen the window in which readers meet a half-moved bucket.
+  // REQUIRES: set before any other thread uses the table.
+  void SetMoveHookForTesting(std::function<void(Key)> hook) { move_hook_ = std::move(hook); }
+
  private:
   // One latch, the record count of the buckets it guards and the sequence
   // count of their migrations (odd while one runs). Each on a cache line of
@@ -355,6 +362,7 @@ class Table {
   // Records per stripe past which the index doubles.
   std::atomic<int64_t> grow_records_per_stripe_;
   std::atomic<uint64_t> growths_{0};
+  std::function<void(Key)> move_hook_;  // tests only
   // Every index and migration not yet freed (the current ones and those of
   // finished growths, which a reader may still be in): the rest are freed
   // at a quiescent point (ReclaimErased, destructor).
