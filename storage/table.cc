@@ -1,8 +1,11 @@
 #include "storage/table.h"
 
 #include <bit>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -20,8 +23,6 @@ constexpr uint64_t kMinSlabBytes = uint64_t{16} << 10;
 constexpr uint64_t kMaxGrowthSlabBytes = uint64_t{64} << 20;
 constexpr uint64_t kMaxFirstSlabBytes = uint64_t{1} << 30;
 constexpr uint64_t kMinBuckets = 16;
-// Average chain length past which Insert logs a warning (once per table).
-constexpr uint64_t kOverloadChainLength = 8;
 
 size_t RoundUp8(size_t n) { return (n + 7) & ~size_t{7}; }
 
@@ -130,19 +131,64 @@ absl::Status Table::ValidateOptions(const TableOptions& options) {
   return absl::OkStatus();
 }
 
+Table::Index::Index(uint64_t n)
+    : mask(n - 1),
+      // calloc: zero bytes are an empty bucket (null head, empty filter),
+      // and large zeroed allocations come from fresh pages the kernel zeroes
+      // on first touch, so even a huge array costs no pass at growth time.
+      // (std::atomic of pointers and integers is all-zero bits when null/0.)
+      buckets(static_cast<Bucket*>(std::calloc(n, sizeof(Bucket)))) {
+  if (buckets == nullptr) throw std::bad_alloc();
+}
+
+Table::Index::~Index() {
+  std::free(buckets);
+  std::free(moved);
+}
+
 Table::Table(const TableOptions& options)
     : options_(CheckedOptions(options)),
-      bucket_mask_(std::bit_ceil(std::max(options.expected_records, kMinBuckets)) - 1),
-      stripe_mask_(std::min<uint64_t>(bucket_mask_ + 1, kMaxStripes) - 1),
-      buckets_(new Bucket[bucket_mask_ + 1]),  // empty chains, empty filters
+      stripe_mask_(std::min<uint64_t>(std::bit_ceil(std::max(options.expected_records, kMinBuckets)),
+                                      kMaxStripes) -
+                   1),
       stripes_(new Stripe[stripe_mask_ + 1]),
-      arena_(RoundUp8(sizeof(Record) + options.value_size), options.expected_records),
-      overload_records_per_stripe_(kOverloadChainLength * (bucket_mask_ + 1) / (stripe_mask_ + 1)) {
+      arena_(RoundUp8(sizeof(Record) + options.value_size), options.expected_records) {
+  const uint64_t buckets = std::bit_ceil(std::max(options.expected_records, kMinBuckets));
+  indexes_.push_back(std::make_unique<Index>(buckets));
+  current_.store(indexes_.back().get(), std::memory_order_release);
+  grow_records_per_stripe_.store(GrowThreshold(buckets), std::memory_order_relaxed);
+}
+
+Table::~Table() = default;
+
+int64_t Table::GrowThreshold(uint64_t buckets) const {
+  // A stripe's share of kGrowLoad records per bucket, plus three standard
+  // deviations of a binomial share (so noise in one stripe of a table at
+  // its expected size does not double the index) and a little slack for
+  // tiny tables.
+  const double share = static_cast<double>(kGrowLoad * buckets) / (stripe_mask_ + 1);
+  return static_cast<int64_t>(share + 3 * std::sqrt(share) + 2);
+}
+
+Record* Table::GetAbsent(Key k, uint64_t h) const {
+  const Stripe& stripe = StripeOf(h);
+  for (int spins = 0;; ++spins) {
+    const uint64_t seq = stripe.seq.load(std::memory_order_acquire);
+    if (seq & 1) {  // a migration of this stripe is moving records
+      if (spins % 256 == 255) std::this_thread::yield();
+      continue;
+    }
+    if (Record* r = Find(BucketFor(h), k, h)) return r;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (stripe.seq.load(std::memory_order_relaxed) == seq) return nullptr;
+  }
 }
 
 Record* Table::Insert(Key k) {
   DCHECK_EQ(KeyTable(k), id()) << "key of another table";
-  if (Record* r = Get(k)) return r;
+  const uint64_t h = Mix64(k);
+  // Unvalidated: a miss is re-checked under the latch.
+  if (Record* r = Find(BucketFor(h), k, h)) return r;
 
   // Allocate and fill the record outside the latch; it becomes visible only
   // with the release store that links it.
@@ -150,18 +196,18 @@ Record* Table::Insert(Key k) {
   new (fresh) Record{k, nullptr};
   std::memset(fresh->value(), 0, options_.value_size);
 
-  const uint64_t h = Mix64(k);
-  const size_t b = h & bucket_mask_;
-  Bucket& bucket = buckets_[b];
-  Stripe& stripe = StripeOf(b);
+  Stripe& stripe = StripeOf(h);
   stripe.latch.Lock();
-  // Every writer of this chain holds the stripe latch: relaxed loads see the
-  // chain and the filter as the last writer left them.
+  // The latch orders this section after every earlier migration of the
+  // stripe, so BucketFor is exact here. Every writer of this chain holds
+  // the stripe latch: relaxed loads see the chain and the filter as the
+  // last writer left them.
+  Bucket& bucket = BucketFor(h);
   Record* first = bucket.head.load(std::memory_order_relaxed);
   const uint64_t filter = bucket.filter.load(std::memory_order_relaxed);
   if (filter & FilterBit(h)) {
     for (Record* r = first; r != nullptr; r = r->next.load(std::memory_order_relaxed)) {
-      if (r->key == k) {  // inserted by another thread since our Get
+      if (r->key == k) {  // inserted by another thread since our Find
         stripe.latch.Unlock();
         arena_.Release(fresh);
         return r;
@@ -173,27 +219,19 @@ Record* Table::Insert(Key k) {
   bucket.filter.store(filter | FilterBit(h), std::memory_order_release);
   bucket.head.store(fresh, std::memory_order_release);
   stripe.latch.Unlock();
-  const int64_t stripe_records = stripe.records.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (stripe_records > overload_records_per_stripe_ &&
-      !overload_warned_.load(std::memory_order_relaxed) &&
-      !overload_warned_.exchange(true, std::memory_order_relaxed)) {
-    LOG(WARNING) << "table " << id() << " ('" << name() << "') has about "
-                 << stripe_records * (stripe_mask_ + 1) << " records for " << bucket_count()
-                 << " hash buckets; the index does not grow, so lookups slow down: raise "
-                 << "TableOptions::expected_records (it was " << options_.expected_records << ")";
-  }
+  MaybeGrow(stripe.records.fetch_add(1, std::memory_order_relaxed) + 1);
   return fresh;
 }
 
 bool Table::Erase(Key k) {
   DCHECK_EQ(KeyTable(k), id()) << "key of another table";
   const uint64_t h = Mix64(k);
-  const size_t b = h & bucket_mask_;
-  Bucket& bucket = buckets_[b];
-  Stripe& stripe = StripeOf(b);
+  Stripe& stripe = StripeOf(h);
   stripe.latch.Lock();
+  Bucket& bucket = BucketFor(h);
   if ((bucket.filter.load(std::memory_order_relaxed) & FilterBit(h)) == 0) {
     stripe.latch.Unlock();
+    MigrateSome();
     return false;
   }
   std::atomic<Record*>* link = &bucket.head;
@@ -213,13 +251,132 @@ bool Table::Erase(Key k) {
     stripe.latch.Unlock();
     stripe.records.fetch_sub(1, std::memory_order_relaxed);
     arena_.Retire(r);
+    MigrateSome();
     return true;
   }
   stripe.latch.Unlock();
+  MigrateSome();
   return false;
 }
 
-size_t Table::ReclaimErased() { return arena_.ReclaimRetired(); }
+// ---------------------------------------------------------------- growth
+
+void Table::MaybeGrow(int64_t stripe_records) {
+  if (options_.grow_index && stripe_records > grow_records_per_stripe_.load(std::memory_order_relaxed) &&
+      !growing_.load(std::memory_order_relaxed) &&
+      !growing_.exchange(true, std::memory_order_acq_rel)) {
+    StartGrow();
+  }
+  MigrateSome();
+}
+
+void Table::StartGrow() {
+  // growing_ (set by this thread) serialises growths: current_ is ours.
+  Index* from = current_.load(std::memory_order_acquire);
+  const uint64_t buckets = from->mask + 1;
+  if (buckets >= kMaxBuckets) return;  // growing_ stays set: no more growth
+  auto to = std::make_unique<Index>(2 * buckets);
+  auto m = std::make_unique<Migration>();
+  m->from = from;
+  m->to = to.get();
+  m->next.store(~uint64_t{0}, std::memory_order_relaxed);  // closed until published
+  Migration* mp = m.get();
+  {
+    std::lock_guard<std::mutex> l(owned_mu_);  // memory_bytes reads moved
+    from->moved = static_cast<std::atomic<uint8_t>*>(std::calloc(buckets, 1));
+    if (from->moved == nullptr) throw std::bad_alloc();
+    indexes_.push_back(std::move(to));
+    migrations_.push_back(std::move(m));
+  }
+  // The migration first, then the index: whoever sees the new index sees
+  // the migration that fills it (BucketFor reads them in the other order).
+  migration_.store(mp, std::memory_order_release);
+  current_.store(mp->to, std::memory_order_release);
+  grow_records_per_stripe_.store(GrowThreshold(2 * buckets), std::memory_order_relaxed);
+  growths_.fetch_add(1, std::memory_order_relaxed);
+  // Open the claims last: a bucket is moved only by a thread that has seen
+  // both stores above, so every later holder of its stripe latch sees them.
+  mp->next.store(0, std::memory_order_release);
+}
+
+void Table::MigrateSome() {
+  Migration* m = migration_.load(std::memory_order_acquire);
+  if (m == nullptr) [[likely]]
+    return;
+  const uint64_t last = m->from->mask;
+  for (int i = 0; i < kMigratePerWrite; ++i) {
+    uint64_t ob = m->next.load(std::memory_order_acquire);
+    do {
+      if (ob > last) return;  // all claimed (or not yet open)
+    } while (!m->next.compare_exchange_weak(ob, ob + 1, std::memory_order_acq_rel,
+                                            std::memory_order_acquire));
+    MigrateBucket(m, ob);
+    if (m->done.fetch_add(1, std::memory_order_acq_rel) == last) {
+      // Every bucket moved: the target is the whole index.
+      migration_.store(nullptr, std::memory_order_release);
+      growing_.store(false, std::memory_order_release);
+      return;
+    }
+  }
+}
+
+void Table::MigrateBucket(Migration* m, uint64_t ob) {
+  // ob's keys are those of hashes h with h & from->mask == ob, and the
+  // stripe mask is <= from->mask: one stripe holds them all.
+  Stripe& stripe = stripes_[ob & stripe_mask_];
+  const uint64_t split_bit = m->from->mask + 1;
+  Bucket& src = m->from->buckets[ob];
+  Bucket& lo = m->to->buckets[ob];
+  Bucket& hi = m->to->buckets[ob | split_bit];
+  // A real latch: the section writes many lines, elision would abort.
+  stripe.latch.LockNoElision();
+  uint64_t filter_lo = 0, filter_hi = 0;
+  for (Record* r = src.head.load(std::memory_order_relaxed); r != nullptr;
+       r = r->next.load(std::memory_order_relaxed)) {
+    const uint64_t h = Mix64(r->key);
+    (h & split_bit ? filter_hi : filter_lo) |= FilterBit(h);
+  }
+  // Seqlock write side: odd while records move, so a reader that misses a
+  // key meanwhile looks again (GetAbsent).
+  const uint64_t seq = stripe.seq.load(std::memory_order_relaxed);
+  stripe.seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  // lo and hi are empty: their keys have lived in src until now.
+  lo.filter.store(filter_lo, std::memory_order_release);
+  hi.filter.store(filter_hi, std::memory_order_release);
+  // Pop every record off src and push it onto lo or hi. A reader standing
+  // on a moved record follows it into its new chain: every path stays
+  // finite (a record moves once; chains only grow at their heads).
+  Record* r = src.head.load(std::memory_order_relaxed);
+  while (r != nullptr) {
+    Record* next = r->next.load(std::memory_order_relaxed);
+    Bucket& dst = (Mix64(r->key) & split_bit) ? hi : lo;
+    src.head.store(next, std::memory_order_release);
+    r->next.store(dst.head.load(std::memory_order_relaxed), std::memory_order_release);
+    dst.head.store(r, std::memory_order_release);
+    if (move_hook_) [[unlikely]]
+      move_hook_(r->key);
+    r = next;
+  }
+  src.filter.store(0, std::memory_order_release);
+  m->from->moved[ob].store(1, std::memory_order_release);
+  stripe.seq.store(seq + 2, std::memory_order_release);
+  stripe.latch.Unlock();
+}
+
+size_t Table::ReclaimErased() {
+  {
+    std::lock_guard<std::mutex> l(owned_mu_);
+    const Index* cur = current_.load(std::memory_order_acquire);
+    const Migration* m = migration_.load(std::memory_order_acquire);
+    std::erase_if(indexes_, [&](const std::unique_ptr<Index>& ix) {
+      return ix.get() != cur && (m == nullptr || ix.get() != m->from);
+    });
+    std::erase_if(migrations_,
+                  [&](const std::unique_ptr<Migration>& x) { return x.get() != m; });
+  }
+  return arena_.ReclaimRetired();
+}
 
 uint64_t Table::size() const {
   int64_t n = 0;
@@ -229,7 +386,14 @@ uint64_t Table::size() const {
 }
 
 size_t Table::memory_bytes() const {
-  return sizeof(*this) + options_.name.capacity() + (bucket_mask_ + 1) * sizeof(buckets_[0]) +
+  size_t index_bytes = 0;
+  {
+    std::lock_guard<std::mutex> l(owned_mu_);
+    for (const auto& ix : indexes_)
+      index_bytes += (ix->mask + 1) * (sizeof(Bucket) + (ix->moved != nullptr ? 1 : 0));
+    index_bytes += migrations_.size() * sizeof(Migration);
+  }
+  return sizeof(*this) + options_.name.capacity() + index_bytes +
          (stripe_mask_ + 1) * sizeof(Stripe) + arena_.bytes_reserved();
 }
 

@@ -1,5 +1,5 @@
 // Table: one in-memory table of one partition, holding fixed-size records
-// in a chained hash index.
+// in a chained hash index that grows online.
 //
 //   Table t({.id = 1, .name = "micro", .value_size = 8, .expected_records = 1000});
 //   Record* r = t.Insert(MakeKey(1, 42));   // zero-filled if new
@@ -10,33 +10,48 @@
 // bytes. Records are carved out of large slabs (RecordArena) and never move
 // once created, so a Record* stays valid until the record is erased and the
 // owner calls ReclaimErased(). The index is a power-of-two array of buckets
-// (at least expected_records of them, so chains stay short) with records
-// chained through Record::next, the newest first. Each bucket also keeps a
-// 64-bit key filter: one bit (from hash bits the bucket number does not
-// use) per key of its chain, so a lookup of an absent key, and the
-// uniqueness check of an insert, usually skip the chain walk. The index
-// does NOT grow: a table that ends up with many more records than
-// expected_records still works but its chains get long (Insert logs a
-// warning once average chains pass 8); the filter keeps inserts of new
-// keys cheap, lookups of present keys walk. Record memory does grow (more
-// slabs).
+// (at first at least expected_records of them) with records chained
+// through Record::next, the newest first. Each bucket also keeps a 64-bit
+// key filter: one bit (from hash bits the bucket number does not use) per
+// key of its chain, so a lookup of an absent key, and the uniqueness check
+// of an insert, usually skip the chain walk.
+//
+// Online growth (docs/STORAGE.md). When the records pass kGrowLoad per
+// bucket, the Insert that notices allocates an array of twice the buckets
+// (lazily zeroed memory: no pass over it) and makes it current; the old
+// array is then migrated incrementally: every later Insert and Erase moves
+// kMigratePerWrite old buckets (each into the two buckets it splits into),
+// so no txn ever waits for a whole rehash. A key lives in its old bucket
+// until that bucket is marked moved, then in its new one. Migration relinks
+// records in place (they never move in memory); readers stay lock-free:
+//  - a lookup that FINDS its key is right whatever happens meanwhile (a
+//    record is found only by its key, and records do not move);
+//  - a lookup that does not find it validates against its stripe's
+//    sequence count (a seqlock that only migration bumps; every bucket a
+//    key can ever live in belongs to one stripe, since stripe = hash mod a
+//    stripe count that never exceeds the bucket count) and looks again if
+//    a migration of its stripe ran meanwhile. So a reader never misses a
+//    record that was present throughout its lookup.
+// Old bucket arrays are retired, not freed (a reader may still be in one),
+// until ReclaimErased() or the destructor.
 //
 // Thread-safety: Get, Insert and Erase may run concurrently on DIFFERENT
 // keys, from any threads; that is how the database's workers use a table
 // (deterministic locking guarantees no two threads touch one key at once).
-//  - Get is lock-free: it reads the bucket's filter, then follows the chain
-//    with acquire loads.
-//  - Insert and Erase change a chain under one of up to 1024 striped
-//    ElidedLatches (stripe = bucket mod the stripe count) and publish with
-//    release stores, so a concurrent Get of another key of the same bucket
-//    sees either the old or the new chain, both well formed. Insert sets
-//    the key's filter bit before it links the record; Erase recomputes the
-//    filter from the remaining chain after it unlinks one, so the filter
-//    always covers every key a reader can find.
+//  - Get is lock-free and writes nothing: it reads the bucket's filter,
+//    then follows the chain with acquire loads (and, only when the key is
+//    absent, reads the stripe's sequence count twice).
+//  - Insert, Erase and the migration of a bucket change chains under one
+//    of up to 1024 striped ElidedLatches (stripe = hash mod the stripe
+//    count) and publish with release stores, so a concurrent Get of another
+//    key of the same bucket sees either the old or the new chain, both well
+//    formed. Insert sets the key's filter bit before it links the record;
+//    Erase recomputes the filter from the remaining chain after it unlinks
+//    one, so the filter always covers every key a reader can find.
 //  - Erase unlinks a record but does not reuse its memory: a concurrent
 //    reader of another key may be standing on it. ReclaimErased(), called by
 //    the owner when no thread is inside Get/Insert/Erase, makes the memory
-//    of every erased record reusable.
+//    of every erased record (and every retired bucket array) reusable.
 //  - A record's value bytes are plain memory. They belong to the thread that
 //    holds the key's lock; the table never touches them after Insert.
 //  - ForEachInKeyOrder, ReclaimErased and the destructor must not run
@@ -51,7 +66,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +89,9 @@ struct TableOptions {
   // Sizes the hash index (buckets) and the first slab of records; the table
   // grows past it. <= Table::kMaxExpectedRecords.
   uint64_t expected_records = 0;
+  // Whether the hash index doubles online when records pass kGrowLoad per
+  // bucket. false keeps the first bucket count (long chains; for tests).
+  bool grow_index = true;
 };
 
 // One record: this header, then value_size bytes of value.
@@ -141,12 +161,22 @@ class Table {
   static constexpr uint32_t kMaxValueSize = 1u << 20;
   static constexpr uint64_t kMaxExpectedRecords = uint64_t{1} << 28;
   static constexpr size_t kMaxStripes = 1024;
+  // The index doubles when records pass kGrowLoad per bucket, up to
+  // kMaxBuckets buckets (bucket numbers must leave the filter's 6 top hash
+  // bits alone).
+  static constexpr uint64_t kGrowLoad = 1;
+  static constexpr uint64_t kMaxBuckets = uint64_t{1} << 32;
+  // Old buckets every Insert and Erase migrates while the index grows: a
+  // migration ends after (old buckets / kMigratePerWrite) writes, well
+  // before the next doubling is due.
+  static constexpr int kMigratePerWrite = 2;
 
   // InvalidArgument unless the options are within the limits above.
   static absl::Status ValidateOptions(const TableOptions& options);
 
   // REQUIRES: ValidateOptions(options).ok() (CHECKed).
   explicit Table(const TableOptions& options);
+  ~Table();
   Table(const Table&) = delete;
   Table& operator=(const Table&) = delete;
 
@@ -155,25 +185,24 @@ class Table {
   uint32_t value_size() const { return options_.value_size; }
   const TableOptions& options() const { return options_; }
 
-  // The record of k, or nullptr if absent. Lock-free.
   // Hints that k will be looked up soon: prefetches its bucket head, so a
   // txn can overlap the cache misses of all its keys. Never blocks.
-  void Prefetch(Key k) const { __builtin_prefetch(&buckets_[BucketOf(k)], 0); }
+  void Prefetch(Key k) const {
+    const Index* ix = current_.load(std::memory_order_acquire);
+    __builtin_prefetch(&ix->buckets[Mix64(k) & ix->mask], 0);
+  }
   // Prefetches the first record of k's bucket (call after Prefetch).
   void PrefetchRecord(Key k) const {
-    const Record* r = buckets_[BucketOf(k)].head.load(std::memory_order_relaxed);
+    const Index* ix = current_.load(std::memory_order_acquire);
+    const Record* r = ix->buckets[Mix64(k) & ix->mask].head.load(std::memory_order_relaxed);
     if (r != nullptr) __builtin_prefetch(r, 0);
   }
 
+  // The record of k, or nullptr if absent. Lock-free.
   Record* Get(Key k) const {
     const uint64_t h = Mix64(k);
-    const Bucket& b = buckets_[h & bucket_mask_];
-    if ((b.filter.load(std::memory_order_acquire) & FilterBit(h)) == 0) return nullptr;
-    for (Record* r = b.head.load(std::memory_order_acquire); r != nullptr;
-         r = r->next.load(std::memory_order_acquire)) {
-      if (r->key == k) return r;
-    }
-    return nullptr;
+    if (Record* r = Find(BucketFor(h), k, h)) return r;
+    return GetAbsent(k, h);
   }
 
   // The record of k: the existing one, or a new one with a zero-filled
@@ -185,8 +214,8 @@ class Table {
   // readable (and unchanged) until ReclaimErased().
   bool Erase(Key k);
 
-  // Makes the memory of every record erased so far reusable by Insert;
-  // returns how many records that was.
+  // Makes the memory of every record erased so far, and of every bucket
+  // array retired by growth, reusable; returns how many records that was.
   // REQUIRES: a quiescent point: no thread is inside Get/Insert/Erase of
   // this table and nobody holds a pointer to an erased record.
   size_t ReclaimErased();
@@ -201,32 +230,52 @@ class Table {
   void ForEachInKeyOrder(F f) const {
     std::vector<const Record*> records;
     records.reserve(size());
-    for (uint64_t b = 0; b <= bucket_mask_; ++b) {
-      for (const Record* r = buckets_[b].head.load(std::memory_order_acquire); r != nullptr;
+    auto collect = [&records](const Bucket& b) {
+      for (const Record* r = b.head.load(std::memory_order_acquire); r != nullptr;
            r = r->next.load(std::memory_order_acquire)) {
         records.push_back(r);
       }
+    };
+    const Index* cur = current_.load(std::memory_order_acquire);
+    for (uint64_t b = 0; b <= cur->mask; ++b) collect(cur->buckets[b]);
+    if (const Migration* m = migration_.load(std::memory_order_acquire)) {
+      for (uint64_t b = 0; b <= m->from->mask; ++b)
+        if (m->from->moved[b].load(std::memory_order_acquire) == 0) collect(m->from->buckets[b]);
     }
     std::sort(records.begin(), records.end(),
               [](const Record* a, const Record* b) { return a->key < b->key; });
     for (const Record* r : records) f(*r);
   }
 
-  // Heap bytes held: buckets, latches, record slabs, the table itself.
+  // Heap bytes held: buckets (current, migrating and retired), latches,
+  // record slabs, the table itself.
   size_t memory_bytes() const;
 
-  uint64_t bucket_count() const { return bucket_mask_ + 1; }
+  // Buckets of the current index (during a migration, the new array).
+  uint64_t bucket_count() const { return current_.load(std::memory_order_acquire)->mask + 1; }
+  // Times the index has doubled, and whether a migration is under way.
+  uint64_t growths() const { return growths_.load(std::memory_order_relaxed); }
+  bool migrating() const { return migration_.load(std::memory_order_acquire) != nullptr; }
   // Bytes one record takes in a slab: header + value, rounded up to 8.
   size_t record_bytes() const { return arena_.block_bytes(); }
 
+  // Tests only: called in the middle of every bucket move, after each moved
+  // record with its key (the stripe latched, its sequence count odd), so a
+  // test can widen the window in which readers meet a half-moved bucket.
+  // REQUIRES: set before any other thread uses the table.
+  void SetMoveHookForTesting(std::function<void(Key)> hook) { move_hook_ = std::move(hook); }
+
  private:
-  // One latch and the record count of the buckets it guards. Each on a
-  // cache line of its own: an elided section reads the latch word, so
-  // neither a neighbour's latch taken for real nor a count update may share
-  // its line (the count is updated after the critical section).
+  // One latch, the record count of the buckets it guards and the sequence
+  // count of their migrations (odd while one runs). Each on a cache line of
+  // its own: an elided section reads the latch word, so neither a
+  // neighbour's latch taken for real nor a count update may share its line
+  // (the count is updated after the critical section); readers of absent
+  // keys read seq, which only migration writes.
   struct alignas(64) Stripe {
     ElidedLatch latch;
     alignas(64) std::atomic<int64_t> records{0};  // may dip below 0 briefly
+    alignas(64) std::atomic<uint64_t> seq{0};
   };
 
   // A chain's head and the filter of its keys (see the file comment).
@@ -236,20 +285,90 @@ class Table {
   };
   static_assert(sizeof(Bucket) == 16, "four buckets per cache line");
 
-  size_t BucketOf(Key k) const { return Mix64(k) & bucket_mask_; }
+  // One generation of the bucket array. buckets and moved come from calloc
+  // (zero bytes are empty buckets and "not moved"), so a new array of any
+  // size costs no pass over its memory.
+  struct Index {
+    explicit Index(uint64_t buckets);
+    ~Index();
+    Index(const Index&) = delete;
+    Index& operator=(const Index&) = delete;
+    const uint64_t mask;
+    Bucket* const buckets;
+    // Per bucket: 1 once migrated to the next generation. Allocated when
+    // this index becomes the source of a migration.
+    std::atomic<uint8_t>* moved = nullptr;
+  };
+
+  // A growth under way: every bucket b of `from` moves to b and
+  // b + from->mask + 1 of `to` (the current index).
+  struct Migration {
+    Index* from;
+    Index* to;
+    std::atomic<uint64_t> next{0};  // next bucket of `from` to claim
+    std::atomic<uint64_t> done{0};  // buckets of `from` moved
+  };
+
+  // Where hash h lives: its bucket in the current index or, during a
+  // migration, in the source while that bucket is not moved and in the
+  // target after. Lock-free readers use it too: a stale answer can only
+  // make them miss a key, which GetAbsent's validation catches.
+  Bucket& BucketFor(uint64_t h) const {
+    const Index* cur = current_.load(std::memory_order_acquire);
+    if (const Migration* m = migration_.load(std::memory_order_acquire)) [[unlikely]] {
+      const uint64_t ob = h & m->from->mask;
+      if (m->from->moved[ob].load(std::memory_order_acquire) == 0) return m->from->buckets[ob];
+      return m->to->buckets[h & m->to->mask];
+    }
+    return cur->buckets[h & cur->mask];
+  }
+  static Record* Find(const Bucket& b, Key k, uint64_t h) {
+    if ((b.filter.load(std::memory_order_acquire) & FilterBit(h)) == 0) return nullptr;
+    for (Record* r = b.head.load(std::memory_order_acquire); r != nullptr;
+         r = r->next.load(std::memory_order_acquire)) {
+      if (r->key == k) return r;
+    }
+    return nullptr;
+  }
+  // Get's second look when the first did not find k: validated against the
+  // stripe's migrations (see the file comment).
+  Record* GetAbsent(Key k, uint64_t h) const;
+
+  // Doubles the index if the stripe's records say it is due and no growth
+  // is under way; then migrates up to kMigratePerWrite old buckets.
+  // REQUIRES: no stripe latched by the caller.
+  void MaybeGrow(int64_t stripe_records);
+  void StartGrow();  // REQUIRES: this thread set growing_
+  void MigrateSome();
+  // Records per stripe past which an index of `buckets` buckets doubles.
+  int64_t GrowThreshold(uint64_t buckets) const;
+  // Moves bucket ob of m->from into m->to under ob's stripe latch.
+  void MigrateBucket(Migration* m, uint64_t ob);
+
   // The key's filter bit: from the hash's top 6 bits (bucket numbers use
-  // the low bits, at most 28 of them).
+  // the low bits, at most 32 of them).
   static uint64_t FilterBit(uint64_t hash) { return uint64_t{1} << (hash >> 58); }
-  Stripe& StripeOf(size_t bucket) const { return stripes_[bucket & stripe_mask_]; }
+  Stripe& StripeOf(uint64_t hash) const { return stripes_[hash & stripe_mask_]; }
 
   const TableOptions options_;
-  const uint64_t bucket_mask_;
+  // <= the first bucket count - 1, so all buckets of a key share a stripe.
   const size_t stripe_mask_;
-  std::unique_ptr<Bucket[]> buckets_;
   std::unique_ptr<Stripe[]> stripes_;
   RecordArena arena_;
-  const int64_t overload_records_per_stripe_;
-  std::atomic<bool> overload_warned_{false};
+  std::atomic<Index*> current_;
+  std::atomic<Migration*> migration_{nullptr};
+  // True from the start of a growth until its migration ends.
+  std::atomic<bool> growing_{false};
+  // Records per stripe past which the index doubles.
+  std::atomic<int64_t> grow_records_per_stripe_;
+  std::atomic<uint64_t> growths_{0};
+  std::function<void(Key)> move_hook_;  // tests only
+  // Every index and migration not yet freed (the current ones and those of
+  // finished growths, which a reader may still be in): the rest are freed
+  // at a quiescent point (ReclaimErased, destructor).
+  mutable std::mutex owned_mu_;
+  std::vector<std::unique_ptr<Index>> indexes_;
+  std::vector<std::unique_ptr<Migration>> migrations_;
 };
 
 }  // namespace detdb

@@ -66,7 +66,7 @@ TEST(StorageTable, GetInsertEraseBasics) {
 
 TEST(StorageTable, ChainsInTinyTable) {
   // 16 buckets for 2000 keys: long chains; erase from heads, middles, tails.
-  Table t({.id = kT, .name = "tiny", .value_size = 8, .expected_records = 0});
+  Table t({.id = kT, .name = "tiny", .value_size = 8, .expected_records = 0, .grow_index = false});
   EXPECT_EQ(t.bucket_count(), 16u);
   for (uint64_t i = 0; i < 2000; ++i) Store64(t.Insert(MakeKey(kT, i)), i * 3);
   EXPECT_EQ(t.size(), 2000u);
@@ -81,6 +81,8 @@ TEST(StorageTable, ChainsInTinyTable) {
     }
   }
   EXPECT_EQ(t.size(), 2000u - 667u);
+  EXPECT_EQ(t.bucket_count(), 16u);  // grow_index = false
+  EXPECT_EQ(t.growths(), 0u);
 }
 
 // The per-bucket key filter (table.h) with short chains, where it is
@@ -330,6 +332,7 @@ TEST(StorageTable, ConcurrentInsertsOfSameKeysAgree) {
   EXPECT_EQ(t.size(), kKeys);
   for (uint64_t i = 0; i < kKeys; ++i)
     for (int th = 1; th < kThreads; ++th) ASSERT_EQ(got[th][i], got[0][i]);
+  EXPECT_GT(t.growths(), 0u);
 }
 
 }  // namespace

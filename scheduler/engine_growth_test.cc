@@ -1,0 +1,136 @@
+// Online growth of the storage's hash indexes while txns run (issue 14):
+// the counter table starts with 16 buckets and the txns insert thousands of
+// new rows into it, so its index doubles and migrates many times while
+// several workers of a partition read and write it. Every txn's result and
+// the final state digest must equal the serial executor's on the same
+// global order, under every lock manager.
+#include <cstring>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "common/hash.h"
+#include "scheduler/engine.h"
+#include "scheduler/engine_test_util.h"
+#include "scheduler/serial_executor.h"
+
+namespace detdb {
+namespace {
+using namespace testing_util;  // NOLINT
+
+constexpr uint64_t kLoadedRows = 64;     // per partition, at load
+constexpr uint64_t kRowSpace = 40000;    // rows the txns write, all partitions
+constexpr uint64_t kFirstBuckets = 16;
+
+// The counter table with a 16-bucket index and rows [0, kLoadedRows * n).
+absl::Status LoadTinyCounterTable(PartitionStore* store, const Partitioner& parts, PartitionId p) {
+  absl::StatusOr<Table*> t = store->CreateTable(
+      {.id = kCounterTable, .name = "counter", .value_size = 8, .expected_records = kFirstBuckets});
+  if (!t.ok()) return t.status();
+  for (uint64_t r = 0; r < kLoadedRows * parts.num_partitions(); ++r) {
+    const Key k = MakeKey(kCounterTable, r);
+    if (parts.PartitionOf(k) == p) std::memcpy((*t)->Insert(k)->value(), &r, 8);
+  }
+  return absl::OkStatus();
+}
+
+// Txns that read rows (loaded, inserted earlier, or absent: a NotFound
+// aborts deterministically) and write rows of a large space, most of them
+// new: every write of a new row is an insert into the growing index.
+std::vector<pb::Txn> GrowingTxns(uint64_t seed, int n, uint32_t partitions, uint32_t client) {
+  std::mt19937_64 rng(seed);
+  auto key = [&](bool fresh) {
+    return MakeKey(kCounterTable, fresh ? rng() % kRowSpace : rng() % (kLoadedRows * partitions));
+  };
+  std::vector<pb::Txn> out;
+  for (int i = 0; i < n; ++i) {
+    pb::Txn t;
+    t.set_client_id(client);
+    t.set_client_seq(i);
+    t.set_type(rng() % 4 == 0 ? kRmwTxnType : kRandomTxnType);
+    const int nr = 1 + static_cast<int>(rng() % 3), nw = 1 + static_cast<int>(rng() % 6);
+    for (int j = 0; j < nr; ++j) t.add_read_set(key(rng() % 8 == 0));
+    for (int j = 0; j < nw; ++j) t.add_write_set(key(true));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+struct Case {
+  std::string lock_manager;
+  uint32_t partitions;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.lock_manager << ", " << c.partitions << " partitions"; }
+
+class EngineGrowthTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EngineGrowthTest, IndexesGrowWhileTxnsRunAndDigestsEqualTheSerialExecutor) {
+  const Case c = GetParam();
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterTestProcedures(&procs).ok());
+  ASSERT_TRUE(procs.Register(kRandomTxnType, "random", &RandomProcedure).ok());
+  ModPartitioner parts(c.partitions);
+  EngineOptions o;
+  o.workers = 2;
+  o.lock_manager = c.lock_manager;
+  o.lock.max_active = 100;
+  o.epoch_us = 200;
+  o.record_history = true;
+  auto engine = Engine::Create(o, &parts, &procs);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  for (PartitionId p = 0; p < c.partitions; ++p)
+    ASSERT_TRUE(LoadTinyCounterTable((*engine)->store(p), parts, p).ok());
+  ResultCollector client;
+  const uint64_t client_id = (*engine)->RegisterClient(&client);
+  const int n = TxnsPerRun();
+  std::vector<pb::Txn> txns = GrowingTxns(5 + c.partitions, n, c.partitions, client_id);
+  ASSERT_TRUE((*engine)->Start().ok());
+  for (size_t i = 0; i < txns.size(); i += 50) {
+    std::vector<pb::Txn> group(txns.begin() + i, txns.begin() + std::min(txns.size(), i + 50));
+    ASSERT_TRUE((*engine)->SubmitMany(&group).ok());
+  }
+  ASSERT_TRUE((*engine)->Stop().ok());
+  ASSERT_EQ(client.count, n);
+
+  std::vector<std::unique_ptr<PartitionStore>> stores;
+  std::vector<PartitionStore*> raw;
+  for (PartitionId p = 0; p < c.partitions; ++p) {
+    stores.push_back(std::make_unique<PartitionStore>());
+    ASSERT_TRUE(LoadTinyCounterTable(stores.back().get(), parts, p).ok());
+    raw.push_back(stores.back().get());
+  }
+  SerialExecutor serial(&parts, &procs, raw);
+  int committed = 0;
+  for (const auto& batch : (*engine)->history()) {
+    for (const pb::Txn& t : batch->txns()) {
+      const pb::TxnResult want = serial.Execute(t);
+      const pb::TxnResult& got = client.by_seq.at(t.client_seq());
+      ASSERT_EQ(got.status(), want.status()) << "txn " << t.id();
+      ASSERT_EQ(got.result(), want.result()) << "txn " << t.id();
+      committed += want.status() == pb::STATUS_OK;
+    }
+  }
+  EXPECT_GT(committed, n / 2);
+  for (PartitionId p = 0; p < c.partitions; ++p) {
+    const Table* t = (*engine)->store(p)->GetTable(kCounterTable);
+    // The index grew from 16 buckets to thousands while the txns ran.
+    EXPECT_GE(t->growths(), 5u) << "partition " << p;
+    EXPECT_GT(t->size(), 1000u);
+    EXPECT_EQ((*engine)->store(p)->Digest(), raw[p]->Digest()) << "partition " << p;
+  }
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> out;
+  for (const std::string& lm : LockManagerNames())
+    for (uint32_t p : {1u, 2u}) out.push_back({lm, p});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLockManagers, EngineGrowthTest, ::testing::ValuesIn(Cases()),
+                         [](const auto& info) {
+                           return info.param.lock_manager + "_p" + std::to_string(info.param.partitions);
+                         });
+
+}  // namespace
+}  // namespace detdb
