@@ -350,6 +350,12 @@ void Engine::OnPeerResult(const pb::TxnResult& result) {
   {
     std::lock_guard<std::mutex> l(awaiting_mu_);
     if (awaiting_.erase(result.txn_id()) == 0) {
+      if (early_results_open_ && early_results_.size() < kMaxEarlyResults) {
+        // A peer replaying its log may answer before our replay noted what
+        // it awaits (engine_recovery.cc).
+        early_results_.push_back(result);
+        return;
+      }
       bad_peer_results_.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(ERROR, 100) << "dropping a result for txn " << result.txn_id() << ", which is not awaited here";
       return;

@@ -132,6 +132,8 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // the node must refuse to start. REQUIRES: options.log.dir set, before Start.
   absl::StatusOr<uint64_t> RecoverLog();
   bool logging() const { return stage_ != nullptr; }
+  // True while Start() replays the log (results then are the log's, again).
+  bool replaying() const { return replaying_.load(std::memory_order_acquire); }
   bool log_failed() const { return stage_ != nullptr && stage_->failed(); }
   bool started() const { return accepting_.load(std::memory_order_acquire); }
   // Stops accepting, waits until every accepted txn has been answered (up to
@@ -228,6 +230,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   bool log_recovered_ = false;
   uint64_t log_epoch_ = 0;  // RecoverLog's result
   std::atomic<uint64_t> replayed_{0};
+  std::atomic<bool> replaying_{false};
   std::vector<TxnClient*> clients_;
   bool started_ = false, stopped_ = false;
   std::atomic<bool> accepting_{false};
@@ -240,6 +243,11 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // node; a peer's result for any other id is dropped.
   std::mutex awaiting_mu_;
   absl::flat_hash_set<TxnId> awaiting_;  // guarded by awaiting_mu_
+  // With the input log, until replay noted the results it awaits: peer
+  // results not (yet) awaited are kept, at most kMaxEarlyResults.
+  static constexpr size_t kMaxEarlyResults = 1u << 20;
+  bool early_results_open_ = false;             // guarded by awaiting_mu_
+  std::vector<pb::TxnResult> early_results_;    // guarded by awaiting_mu_
   mutable std::mutex history_mu_;
   std::vector<std::shared_ptr<const pb::Batch>> history_;  // guarded by history_mu_
 };

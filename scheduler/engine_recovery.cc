@@ -11,6 +11,10 @@ namespace detdb {
 
 absl::StatusOr<uint64_t> Engine::RecoverLog() {
   if (stage_ == nullptr) return absl::FailedPreconditionError("no input log configured");
+  if (options_.peers != nullptr) {
+    std::lock_guard<std::mutex> l(awaiting_mu_);
+    early_results_open_ = true;  // until ReplayLog notes what it awaits
+  }
   auto e = stage_->Recover();
   if (!e.ok()) return e.status();
   log_recovered_ = true;
@@ -24,6 +28,11 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch) {
     if (!e.ok()) return e.status();
   }
   const uint64_t resume = resume_epoch.value_or(log_epoch_);
+  replaying_.store(true, std::memory_order_release);
+  struct Done {
+    std::atomic<bool>* flag;
+    ~Done() { flag->store(false, std::memory_order_release); }
+  } done_replaying{&replaying_};
   const auto t0 = std::chrono::steady_clock::now();
   auto in = stage_->Open(resume);
   if (!in.ok()) return in.status();
@@ -41,6 +50,14 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch) {
     }
   }
   submitted_.fetch_add(own, std::memory_order_acq_rel);
+  // Results that peers sent before the expectations above existed.
+  std::vector<pb::TxnResult> early;
+  {
+    std::lock_guard<std::mutex> l(awaiting_mu_);
+    early_results_open_ = false;
+    early.swap(early_results_);
+  }
+  for (const pb::TxnResult& r : early) OnPeerResult(r);
   replayed_.store(total, std::memory_order_relaxed);
   for (const auto& b : in->batches) EnqueueLocal(b);
   in->batches.clear();
