@@ -83,7 +83,7 @@ absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch) {
     std::lock_guard<std::mutex> l(mu_);
     writer_ = std::move(*w);
     next_ = {resume_epoch + 1, 0};
-    std::fill(durable_.begin(), durable_.end(), resume_epoch);  // R = min over the nodes' logs
+    for (uint64_t& d : durable_) d = std::max(d, resume_epoch);  // R = min over the nodes' logs
     last_id_ = in.last_id;
     // Batches that arrived before Open (peers already sequencing): drop
     // those of replayed epochs, append the rest in order.
@@ -91,7 +91,12 @@ absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch) {
     DrainLocked();
   }
   local_durable_.store(resume_epoch, std::memory_order_release);
-  Advance(resume_epoch, in.last_id);
+  uint64_t watermark;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    watermark = *std::min_element(durable_.begin(), durable_.end());
+  }
+  Advance(watermark, in.last_id);
   if (peers_ != nullptr) peers_->SetDurableEpoch(resume_epoch);
   return in;
 }
@@ -164,8 +169,8 @@ void LogStage::OnPeerDurable(uint32_t node, uint64_t epoch) {
   uint64_t w;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (writer_ == nullptr) return;  // not open yet: Open starts every node at the agreed epoch
     durable_[node] = std::max(durable_[node], epoch);
+    if (writer_ == nullptr) return;  // not open yet: Open advances
     w = *std::min_element(durable_.begin(), durable_.end());
   }
   Advance(w);
