@@ -40,6 +40,8 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
     for (uint32_t p : n.partitions()) net->node_of_[p] = n.id();
   net->receivers_.assign(options.config.num_partitions(), nullptr);
   net->boot_us_.assign(net->num_nodes_, 0);
+  net->recovered_.assign(net->num_nodes_, 0);
+  net->peer_durable_.assign(net->num_nodes_, 0);
   net->expected_seq_.assign(net->num_nodes_, 1);
   try {
     net->pull_ = std::make_unique<zmq::socket_t>(net->ctx_, zmq::socket_type::pull);
@@ -78,6 +80,7 @@ void ZmqPeerNet::Start() {
   {
     std::lock_guard<std::mutex> l(hello_mu_);
     boot_us_[options_.node_id] = WallClockMicros();
+    recovered_[options_.node_id] = recovered_epoch_;
   }
   thread_ = std::thread([this] {
     SetThreadName("detdb-net");
@@ -88,6 +91,7 @@ void ZmqPeerNet::Start() {
     pb::PeerMessage m;
     m.mutable_hello()->set_boot_us(boot_us_[options_.node_id]);
     m.mutable_hello()->set_epoch_us(options_.epoch_us);
+    m.mutable_hello()->set_recovered_epoch(recovered_epoch_);
     SendTo(n, &m);
   }
 }
@@ -107,6 +111,11 @@ absl::StatusOr<uint64_t> ZmqPeerNet::Handshake(std::chrono::milliseconds timeout
   }
   const uint64_t last = *std::max_element(boot_us_.begin(), boot_us_.end());
   return last + static_cast<uint64_t>(options_.start_margin.count()) * 1000;
+}
+
+uint64_t ZmqPeerNet::resume_epoch() {
+  std::lock_guard<std::mutex> l(hello_mu_);
+  return *std::min_element(recovered_.begin(), recovered_.end());
 }
 
 void ZmqPeerNet::CancelHandshake() {
@@ -139,6 +148,7 @@ ZmqPeerNetStats ZmqPeerNet::stats() const {
 void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
   msg->set_config_hash(config_hash_);
   msg->set_from_node(options_.node_id);
+  msg->set_durable_epoch(durable_epoch_.load(std::memory_order_relaxed));
   Peer* peer = node < peers_.size() ? peers_[node].get() : nullptr;
   if (peer == nullptr) {
     LOG_EVERY_N(ERROR, 100) << "no peer socket to node " << node << "; message dropped";
@@ -242,6 +252,10 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
     }
   }
   expected = m.seq() + 1;
+  if (m.durable_epoch() > peer_durable_[m.from_node()]) {
+    peer_durable_[m.from_node()] = m.durable_epoch();
+    handler_->OnPeerDurable(m.from_node(), m.durable_epoch());
+  }
   switch (m.body_case()) {
     case pb::PeerMessage::kHello: {
       std::lock_guard<std::mutex> l(hello_mu_);
@@ -254,8 +268,10 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
         // old one is normal: the peer may have waited for us a long time).
         hello_error_ = absl::StrCat("node ", m.from_node(), "'s clock is ", skew / 1000000,
                                     " s ahead of ours: synchronise the clocks (NTP)");
-      else if (boot_us_[m.from_node()] == 0)
+      else if (boot_us_[m.from_node()] == 0) {
         boot_us_[m.from_node()] = std::max<uint64_t>(1, m.hello().boot_us());
+        recovered_[m.from_node()] = m.hello().recovered_epoch();
+      }
       else
         LOG(WARNING) << "node " << m.from_node() << " said hello again (restarted?); ignored";
       hello_cv_.notify_all();

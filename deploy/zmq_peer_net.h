@@ -77,6 +77,11 @@ class ZmqPeerNet final : public PeerLink {
   // microseconds of the wall clock. DeadlineExceeded names the nodes still
   // missing; FailedPrecondition if a peer runs with another epoch length.
   absl::StatusOr<uint64_t> Handshake(std::chrono::milliseconds timeout);
+  // This node's recovered log epoch, sent in its Hello. REQUIRES: before Start.
+  void SetRecoveredEpoch(uint64_t epoch) { recovered_epoch_ = epoch; }
+  // After Handshake returned OK: the smallest recovered epoch of all nodes,
+  // where every node resumes.
+  uint64_t resume_epoch();
   // Makes Handshake return Cancelled (now or when called). Thread-safe.
   void CancelHandshake();
   // Stops the receive thread and closes the sockets (pending frames to
@@ -95,6 +100,8 @@ class ZmqPeerNet final : public PeerLink {
   void Send(PartitionId to, pb::RemoteReads msg) override;
   void SendBatch(uint32_t node, const pb::Batch& batch) override;
   void SendResult(uint32_t node, const pb::TxnResult& result) override;
+  // Stamped on every message sent from now on (PeerMessage.durable_epoch).
+  void SetDurableEpoch(uint64_t epoch) override { durable_epoch_.store(epoch, std::memory_order_relaxed); }
 
  private:
   struct Peer {
@@ -122,6 +129,10 @@ class ZmqPeerNet final : public PeerLink {
   std::mutex hello_mu_;
   std::condition_variable hello_cv_;
   std::vector<uint64_t> boot_us_;                  // guarded by hello_mu_; 0 = not heard yet
+  std::vector<uint64_t> recovered_;                // guarded by hello_mu_: each node's recovered epoch
+  uint64_t recovered_epoch_ = 0;                   // ours (set before Start)
+  std::atomic<uint64_t> durable_epoch_{0};         // ours, stamped on every message
+  std::vector<uint64_t> peer_durable_;             // receive thread only: last seen per sender
   std::string hello_error_;                        // guarded by hello_mu_
   bool hello_cancelled_ = false;                   // guarded by hello_mu_
 

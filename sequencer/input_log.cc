@@ -315,6 +315,7 @@ absl::Status InputLogWriter::WriteGroup(const std::deque<Pending>& group) {
     if (absl::Status s = file_->Append(p.bytes); !s.ok()) return s;
     segment_last_epoch_ = p.epoch;
   }
+  if (options_.crash_hook) options_.crash_hook("log_written");
   if (options_.sync_mode == LogSyncMode::kFsync) return file_->Sync();
   return absl::OkStatus();
 }

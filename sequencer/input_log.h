@@ -181,6 +181,15 @@ using RecordVisitor = std::function<absl::Status(const RecordLocation&, const Lo
 absl::StatusOr<RecoveryResult> RecoverInputLog(const std::string& dir, const RecoveryOptions& options,
                                                const RecordVisitor& visitor = nullptr);
 
+// Cuts the log after epoch `last_epoch`: the first record of a later epoch
+// and everything after it are removed (durably: truncate, remove later
+// segments, sync the directory). For a cluster restart, where every node
+// resumes at the epoch all nodes have durable and drops what only it has
+// (nothing of it was acknowledged). Run RecoverInputLog first (it refuses
+// damage); returns what RecoverInputLog returns for the shortened log.
+absl::StatusOr<RecoveryResult> TruncateInputLogAfter(const std::string& dir, uint64_t last_epoch,
+                                                     const RecoveryOptions& options);
+
 // Every record of the log (read-only), for tests and tools.
 absl::StatusOr<std::vector<LogRecord>> ReadInputLog(const std::string& dir, RecoveryOptions options);
 
@@ -210,6 +219,10 @@ struct InputLogOptions {
   std::function<void(uint64_t durable_epoch)> on_durable;
   // Called once on the writer thread when a write or sync fails.
   std::function<void(const absl::Status&)> on_failure;
+  // Crash-point hook (tests): called on the writer thread with
+  // "log_written" after a group's records are written and before its
+  // fdatasync. It may end the process.
+  std::function<void(std::string_view point)> crash_hook;
 };
 
 // Thread-safety: Append, Flush, durable_epoch and status are thread-safe;

@@ -145,6 +145,45 @@ absl::StatusOr<RecoveryResult> RecoverInputLog(const std::string& dir, const Rec
   return result;
 }
 
+absl::StatusOr<RecoveryResult> TruncateInputLogAfter(const std::string& dir, uint64_t last_epoch,
+                                                     const RecoveryOptions& options) {
+  FileSystem* fs = options.fs != nullptr ? options.fs : PosixFileSystem();
+  RecoveryOptions o = options;
+  o.trim_torn_tail = true;
+  // The first record after last_epoch: its segment and offset.
+  std::string cut_segment;
+  uint64_t cut_offset = 0;
+  auto r = RecoverInputLog(dir, o, [&](const RecordLocation& at, const LogRecordView& v) {
+    if (cut_segment.empty() && v.header.epoch > last_epoch) {
+      cut_segment = at.segment;
+      cut_offset = at.offset;
+    }
+    return absl::OkStatus();
+  });
+  if (!r.ok()) return r.status();
+  if (cut_segment.empty()) return r;  // nothing after last_epoch
+  bool after = false;
+  for (const SegmentInfo& seg : r->segments) {
+    if (seg.removed) continue;
+    const std::string path = JoinPath(dir, seg.name);
+    if (seg.name == cut_segment) {
+      after = true;
+      LOG(WARNING) << "input log " << path << ": dropping everything after epoch " << last_epoch << " (offset "
+                   << cut_offset << " of " << seg.verified_end << " bytes): not durable on every node";
+      if (cut_offset == 0) {
+        if (absl::Status s = fs->Remove(path); !s.ok()) return s;
+      } else if (absl::Status s = fs->Truncate(path, cut_offset); !s.ok()) {
+        return s;
+      }
+    } else if (after) {
+      LOG(WARNING) << "input log " << path << ": removed, after epoch " << last_epoch;
+      if (absl::Status s = fs->Remove(path); !s.ok()) return s;
+    }
+  }
+  if (absl::Status s = fs->SyncDir(dir); !s.ok()) return s;
+  return RecoverInputLog(dir, o);
+}
+
 absl::StatusOr<std::vector<LogRecord>> ReadInputLog(const std::string& dir, RecoveryOptions options) {
   options.trim_torn_tail = false;
   std::vector<LogRecord> out;
