@@ -47,6 +47,9 @@ DEFINE_string(data_dir, "", "Directory of this node's input log (DIR/log). Empty
 DEFINE_string(log_sync, "fsync",
               "fsync: one fdatasync per group of epochs, replies after it; none: no fdatasync, replies once the "
               "OS has the bytes (survives kill -9, not a power loss or kernel crash)");
+DEFINE_int32(log_lazy_sync_ms, 20,
+             "An idle epoch's empty batch is written and synced with the next batch that has txns, or after "
+             "this many ms (0: every epoch synced at once, as before)");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
@@ -105,6 +108,11 @@ int main(int argc, char** argv) {
   }
   o.engine.log.sync_mode = FLAGS_log_sync == "none" ? detdb::LogSyncMode::kNone : detdb::LogSyncMode::kFsync;
   o.engine.log.log_then_execute = FLAGS_log_then_execute;
+  if (FLAGS_log_lazy_sync_ms < 0) {
+    fprintf(stderr, "detdb: --log_lazy_sync_ms must be >= 0\n");
+    return 2;
+  }
+  o.engine.log.lazy_sync = std::chrono::milliseconds(FLAGS_log_lazy_sync_ms);
   std::string crash_at = FLAGS_crash_at;
   if (crash_at.empty() && getenv("DETDB_CRASH_AT") != nullptr) crash_at = getenv("DETDB_CRASH_AT");
   if (!crash_at.empty()) {

@@ -120,7 +120,9 @@ absl::Status Node::Start() {
   if (!start_us.ok()) return start_us.status();
   std::optional<uint64_t> resume;
   if (engine_->logging()) {
-    resume = net_->resume_epoch();
+    auto agreed = net_->resume_epoch();
+    if (!agreed.ok()) return agreed.status();
+    resume = *agreed;
     LOG(INFO) << "node " << options_.node_id << ": every node resumes after epoch " << *resume;
   }
   absl::Status s = engine_->Start(*start_us, resume);

@@ -76,7 +76,7 @@ struct Pair {
   std::unique_ptr<ZmqPeerNet> net[2];
   Recorder rec[2];
   absl::Status Create(const pb::ClusterConfig& c0, const pb::ClusterConfig& c1, uint64_t e0, uint64_t e1,
-                      uint64_t recovered0 = 0, uint64_t recovered1 = 0) {
+                      uint64_t recovered0 = 0, uint64_t recovered1 = 0, bool log1 = true) {
     const uint64_t recovered[2] = {recovered0, recovered1};
     const pb::ClusterConfig* cs[2] = {&c0, &c1};
     const uint64_t es[2] = {e0, e1};
@@ -90,7 +90,7 @@ struct Pair {
       net[i] = std::move(*n);
       net[i]->SetHandler(&rec[i]);
       net[i]->RegisterReceiver(i, &rec[i]);
-      net[i]->SetRecoveredEpoch(recovered[i]);
+      if (i == 0 || log1) net[i]->SetRecoveredEpoch(recovered[i]);
     }
     for (auto& n : net) n->Start();
     return absl::OkStatus();
@@ -115,8 +115,8 @@ TEST(ZmqPeerNet, AgreesOnTheSmallestRecoveredEpochAndCarriesTheDurableEpoch) {
   ASSERT_TRUE(p.Create(c, c, 1000, 1000, 17, 12).ok());
   ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
   ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
-  EXPECT_EQ(p.net[0]->resume_epoch(), 12u);
-  EXPECT_EQ(p.net[1]->resume_epoch(), 12u);
+  EXPECT_EQ(*p.net[0]->resume_epoch(), 12u);
+  EXPECT_EQ(*p.net[1]->resume_epoch(), 12u);
   // The durable epoch rides on any message; the receiver hears each rise once.
   p.net[0]->SetDurableEpoch(13);
   pb::Batch b;
@@ -129,6 +129,59 @@ TEST(ZmqPeerNet, AgreesOnTheSmallestRecoveredEpochAndCarriesTheDurableEpoch) {
   for (int i = 0; i < 500 && p.rec[1].total() < 3; ++i) std::this_thread::sleep_for(milliseconds(10));
   std::lock_guard<std::mutex> l(p.rec[1].mu);
   EXPECT_EQ(p.rec[1].durable, (std::vector<std::pair<uint32_t, uint64_t>>{{0, 13}, {0, 14}}));
+}
+
+TEST(ZmqPeerNet, ANodeWithoutALogOrWithAnEmptyOneIsRefusedRatherThanTruncating) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  {
+    Pair p;  // node 1 runs without --data_dir
+    ASSERT_TRUE(p.Create(c, c, 1000, 1000, 17, 0, /*log1=*/false).ok());
+    ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+    auto r = p.net[0]->resume_epoch();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_NE(r.status().message().find("node 1 runs without an input log"), std::string::npos) << r.status();
+  }
+  {
+    Pair p;  // node 1 lost its disk: an empty log while node 0 holds 1..17
+    ASSERT_TRUE(p.Create(c, c, 1000, 1000, 17, 0).ok());
+    ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+    ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+    auto r = p.net[0]->resume_epoch();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_NE(r.status().message().find("node 1 reports an empty input log"), std::string::npos) << r.status();
+    EXPECT_EQ(*p.net[1]->resume_epoch(), 0u) << "node 1 has nothing to truncate";
+  }
+  {
+    Pair p;  // both fresh
+    ASSERT_TRUE(p.Create(c, c, 1000, 1000, 0, 0).ok());
+    ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+    EXPECT_EQ(*p.net[0]->resume_epoch(), 0u);
+  }
+}
+
+TEST(ZmqPeerNet, TheDurableEpochTravelsAloneWhenNothingElseIsSentAndAtStop) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  p.net[0]->SetDurableEpoch(5);  // no batch, no result: a stamp of its own
+  auto heard = [&](uint64_t e) {
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard<std::mutex> l(p.rec[1].mu);
+        if (!p.rec[1].durable.empty() && p.rec[1].durable.back().second == e) return true;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  };
+  EXPECT_TRUE(heard(5));
+  EXPECT_EQ(p.net[1]->stats().dropped, 0u) << "a stamp alone is not a bad frame";
+  // At Stop the last durable epoch is sent even if it rose an instant before.
+  p.net[0]->SetDurableEpoch(9);
+  p.net[0]->Stop();
+  EXPECT_TRUE(heard(9));
 }
 
 TEST(ZmqPeerNet, NodesWithDifferentConfigsRefuseEachOther) {

@@ -45,7 +45,6 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     if (!s.ok()) return s.status();
     e->schedulers_[p] = std::move(*s);
   }
-  if (options.peers != nullptr) options.peers->SetHandler(e.get());
   if (!options.log.dir.empty()) {
     Engine* self = e.get();
     e->stage_ = std::make_unique<LogStage>(
@@ -55,6 +54,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
         [self](const pb::TxnResult& r) { self->DeliverNow(r); },
         [self](const absl::Status& s) { self->OnLogFailure(s); });
   }
+  // Last: a peer batch may arrive at once and must find the log stage.
+  if (options.peers != nullptr) options.peers->SetHandler(e.get());
   return e;
 }
 
@@ -108,6 +109,7 @@ absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epo
     if (!s.ok()) {
       stopped_ = true;
       accepting_.store(false, std::memory_order_release);
+      (void)stage_->Close();  // no writer callbacks into a half-started engine
       for (PartitionId p : local_) schedulers_[p]->Stop();
       return s;
     }
@@ -203,10 +205,18 @@ absl::Status Engine::Admit(size_t n) {
   return absl::OkStatus();
 }
 
+absl::Status Engine::NotAccepting() const {
+  {
+    std::lock_guard<std::mutex> l(log_error_mu_);
+    if (!log_error_.ok()) return log_error_;  // the input log failed: its error, not "not ready"
+  }
+  return absl::UnavailableError("not accepting txns: node not ready yet, or stopping");
+}
+
 absl::Status Engine::Submit(pb::Txn txn) {
   if (!accepting_.load(std::memory_order_acquire)) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
-    return absl::UnavailableError("not accepting txns: node not ready yet, or stopping");
+    return NotAccepting();
   }
   if (options_.peers != nullptr) txn.set_origin_node(options_.peers->node_id());
   absl::Status s = Validate(txn);
@@ -226,7 +236,7 @@ absl::Status Engine::SubmitChecked(std::vector<pb::Txn>* txns) { return SubmitGr
 absl::Status Engine::SubmitGroup(std::vector<pb::Txn>* txns, bool validate) {
   if (!accepting_.load(std::memory_order_acquire)) {
     rejected_.fetch_add(txns->size(), std::memory_order_relaxed);
-    return absl::UnavailableError("not accepting txns: node not ready yet, or stopping");
+    return NotAccepting();
   }
   for (pb::Txn& t : *txns) {
     if (options_.peers != nullptr) t.set_origin_node(options_.peers->node_id());

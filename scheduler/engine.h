@@ -204,6 +204,8 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // Start's part with the input log (engine_recovery.cc): replay, wait.
   absl::Status ReplayLog(std::optional<uint64_t> resume_epoch);
   void OnLogFailure(const absl::Status& s);
+  // Why Submit refuses: the log's error once it failed, else Unavailable.
+  absl::Status NotAccepting() const;
   // Cluster mode: note the results of batch's txns another node coordinates.
   void ExpectResults(const pb::Batch& batch);
   void DeliverNow(const pb::TxnResult& result);
@@ -241,6 +243,8 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0}, bad_peer_batches_{0}, bad_peer_results_{0};
   // Cluster mode: ids of txns submitted here whose coordinator is on another
   // node; a peer's result for any other id is dropped.
+  mutable std::mutex log_error_mu_;
+  absl::Status log_error_;  // guarded by log_error_mu_: the input log's failure
   std::mutex awaiting_mu_;
   absl::flat_hash_set<TxnId> awaiting_;  // guarded by awaiting_mu_
   // With the input log, until replay noted the results it awaits: peer

@@ -34,8 +34,14 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch) {
     ~Done() { flag->store(false, std::memory_order_release); }
   } done_replaying{&replaying_};
   const auto t0 = std::chrono::steady_clock::now();
+  // Only replayed txns are answered during replay (txns submitted before
+  // Start in one process wait in the sequencer, which starts after it).
+  const uint64_t replied_before = replied_.load();
   auto in = stage_->Open(resume);
-  if (!in.ok()) return in.status();
+  if (!in.ok()) {
+    (void)stage_->Close();  // no writer callbacks into a half-started engine
+    return in.status();
+  }
   const uint32_t self = options_.peers != nullptr ? options_.peers->node_id() : 0;
   uint64_t own = 0, total = 0;
   for (const auto& b : in->batches) {
@@ -65,10 +71,13 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch) {
   // rebuild the clients' exactly-once tables before anything new is taken).
   const auto deadline = t0 + std::chrono::hours(1);
   for (;;) {
-    bool done = merged_epoch() > resume && replied_.load() >= submitted_.load();
+    bool done = merged_epoch() > resume && replied_.load() - replied_before >= own;
     for (PartitionId p : local_) done = done && schedulers_[p]->Idle();
     if (done) break;
-    if (stage_->failed()) return absl::InternalError("input log failed during replay");
+    if (stage_->failed()) {
+      (void)stage_->Close();
+      return absl::InternalError("input log failed during replay");
+    }
     if (std::chrono::steady_clock::now() > deadline)
       return absl::DeadlineExceededError(absl::StrCat("replay of the input log up to epoch ", resume,
                                                       " not finished after an hour: merged ", merged_epoch()));
@@ -82,6 +91,10 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch) {
 }
 
 void Engine::OnLogFailure(const absl::Status& s) {
+  {
+    std::lock_guard<std::mutex> l(log_error_mu_);
+    log_error_ = absl::UnavailableError(absl::StrCat("the input log failed, this node takes no txns: ", s.message()));
+  }
   accepting_.store(false, std::memory_order_release);
   LOG(ERROR) << "the input log failed (" << s << "): this engine accepts nothing more and replies no more";
   if (options_.on_log_failure) options_.on_log_failure(s);

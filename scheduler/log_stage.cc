@@ -41,10 +41,14 @@ absl::StatusOr<uint64_t> LogStage::Recover() {
                  << " is incomplete; resuming after epoch " << r->last_complete_epoch;
   }
   recovered_epoch_ = r->last_complete_epoch;
+  recovered_ = true;
   return recovered_epoch_;
 }
 
 absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch) {
+  if (!recovered_)
+    return absl::FailedPreconditionError(absl::StrCat("input log ", options_.dir, ": Open before Recover (it would "
+                                                      "truncate a log it has not checked)"));
   if (resume_epoch > recovered_epoch_)
     return absl::FailedPreconditionError(absl::StrCat("input log ", options_.dir, ": resume at epoch ",
                                                       resume_epoch, " but the log ends at ", recovered_epoch_));
@@ -74,11 +78,13 @@ absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch) {
   wo.sync_mode = options_.sync_mode;
   wo.config_hash = options_.config_hash;
   wo.build_id = options_.build_id;
+  wo.lazy_sync = options_.lazy_sync;
   wo.crash_hook = options_.crash_hook;
   wo.on_durable = [this](uint64_t e) { OnDurable(e); };
   wo.on_failure = [this](const absl::Status& s) { Fail(s); };
   auto w = InputLogWriter::Open(wo, *r);
   if (!w.ok()) return w.status();
+  absl::Status drained;
   {
     std::lock_guard<std::mutex> l(mu_);
     writer_ = std::move(*w);
@@ -88,8 +94,9 @@ absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch) {
     // Batches that arrived before Open (peers already sequencing): drop
     // those of replayed epochs, append the rest in order.
     pending_.erase(pending_.begin(), pending_.lower_bound(next_));
-    DrainLocked();
+    drained = DrainLocked();
   }
+  if (!drained.ok()) Fail(drained);
   local_durable_.store(resume_epoch, std::memory_order_release);
   uint64_t watermark;
   {
@@ -107,28 +114,31 @@ void LogStage::Add(std::shared_ptr<const pb::Batch> batch) {
     Fail(absl::InternalError("input log: a batch does not serialize"));
     return;
   }
+  absl::Status drained;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (failed()) return;
+    if (failed() || closed_) return;  // never executed unlogged
     const std::pair<uint64_t, uint32_t> at{batch->epoch(), batch->sequencer_id()};
     if (writer_ != nullptr && at < next_) return;  // an epoch replayed from the log
     pending_.emplace(at, std::move(p));
-    if (writer_ != nullptr) DrainLocked();
+    if (writer_ != nullptr) drained = DrainLocked();
+  }
+  if (!drained.ok()) {
+    Fail(drained);  // without mu_: the fatal callback may stop the engine
+    return;
   }
   if (!options_.log_then_execute) execute_(std::move(batch));
 }
 
 // Appends what is next in merge order. REQUIRES: mu_ held, writer_ set.
-void LogStage::DrainLocked() {
+absl::Status LogStage::DrainLocked() {
   while (!pending_.empty() && pending_.begin()->first == next_) {
     Pending& p = pending_.begin()->second;
     const bool end = next_.second + 1 == num_sequencers_;
-    absl::Status s = writer_->Append(next_.first, next_.second, p.payload, end);
-    if (!s.ok()) {
-      // Fail() takes no lock of ours; the writer's own failure is sticky.
-      Fail(s);
-      return;
-    }
+    // An idle epoch's empty batch, no reply waiting: logged lazily.
+    const bool lazy = p.batch->txns_size() == 0 && held() == 0;
+    absl::Status s = writer_->Append(next_.first, next_.second, p.payload, end, lazy);
+    if (!s.ok()) return s;  // the writer's own failure is sticky
     if (!epoch_ids_ && p.batch->txns_size() > 0) last_id_ = p.batch->txns().rbegin()->id();
     if (options_.log_then_execute) to_execute_.push_back(std::move(p.batch));
     pending_.erase(pending_.begin());
@@ -139,6 +149,7 @@ void LogStage::DrainLocked() {
       ++next_.second;
     }
   }
+  return absl::OkStatus();
 }
 
 void LogStage::OnDurable(uint64_t epoch) {
@@ -231,6 +242,7 @@ absl::Status LogStage::Close() {
   std::unique_ptr<InputLogWriter> w;
   {
     std::lock_guard<std::mutex> l(mu_);
+    closed_ = true;
     w = std::move(writer_);
   }
   if (w == nullptr) return absl::OkStatus();

@@ -34,6 +34,7 @@
 #define DETDB_SCHEDULER_LOG_STAGE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -64,6 +65,12 @@ struct LogStageOptions {
   uint64_t segment_bytes = 64ull << 20;
   uint64_t config_hash = 0;              // of the cluster config; 0 in one process
   uint64_t build_id = 0;                 // 0: not checked
+  // An empty batch appended while no reply is held is logged lazily: written
+  // and synced with the next batch that has txns, or after this long (idle
+  // epochs cost one fdatasync per lazy_sync, not one per epoch). The durable
+  // epoch only counts synced records, so the gate stays exact; a reply of a
+  // peer may wait up to this long for this node's empty batches. 0: off.
+  std::chrono::microseconds lazy_sync{20000};
   // Crash points (tests): "log_written" (writer thread, after a group's
   // write, before its fdatasync) and "log_synced" (after the fsync, before
   // the replies it releases leave). May end the process.
@@ -91,7 +98,8 @@ class LogStage {
   ~LogStage();
 
   absl::StatusOr<uint64_t> Recover();
-  // REQUIRES: Recover() ran; resume_epoch <= what it returned.
+  // REQUIRES: Recover() ran (FailedPrecondition otherwise: Open truncates
+  // after resume_epoch); resume_epoch <= what it returned.
   absl::StatusOr<RecoveredInput> Open(uint64_t resume_epoch);
 
   void Add(std::shared_ptr<const pb::Batch> batch);
@@ -110,7 +118,8 @@ class LogStage {
     std::shared_ptr<const pb::Batch> batch;
     std::string payload;
   };
-  void DrainLocked();
+  // Returns the append error; the caller calls Fail after releasing mu_.
+  absl::Status DrainLocked();
   void OnDurable(uint64_t epoch);
   // Raises the watermark (and, dense ids, the id bound) and delivers what it frees.
   void Advance(uint64_t watermark, TxnId dense_bound = 0);
@@ -125,6 +134,7 @@ class LogStage {
   const ResultFn deliver_;
   const FatalFn fatal_;
   uint64_t recovered_epoch_ = 0;  // owner thread
+  bool recovered_ = false;        // owner thread: Recover() ran (Open refuses otherwise)
 
   std::mutex mu_;
   std::unique_ptr<InputLogWriter> writer_;                          // set by Open
@@ -133,6 +143,7 @@ class LogStage {
   std::deque<std::shared_ptr<const pb::Batch>> to_execute_;         // guarded by mu_: log_then_execute
   std::vector<uint64_t> durable_;                                   // guarded by mu_: by node
   TxnId last_id_ = 0;                                               // guarded by mu_ (dense ids)
+  bool closed_ = false;                                             // guarded by mu_: Add drops batches
   std::deque<std::pair<uint64_t, TxnId>> epoch_last_id_;            // guarded by mu_ (dense ids)
 
   mutable std::mutex gate_mu_;

@@ -24,8 +24,10 @@ struct Sink {
   int fatal = 0;
 };
 
-std::unique_ptr<LogStage> MakeStage(FaultInjectingFileSystem* fs, Sink* sink, bool log_then_execute) {
+std::unique_ptr<LogStage> MakeStage(FaultInjectingFileSystem* fs, Sink* sink, bool log_then_execute,
+                                    std::chrono::microseconds lazy_sync = std::chrono::microseconds(20000)) {
   LogStageOptions o;
+  o.lazy_sync = lazy_sync;
   o.dir = "/log";
   o.fs = fs;
   o.log_then_execute = log_then_execute;
@@ -140,6 +142,68 @@ TEST(LogStage, LogThenExecuteWaitsForTheFsyncAndAFailureStopsEverything) {
   EXPECT_TRUE(sink.delivered.empty()) << "nothing leaves after the log failed";
   EXPECT_EQ(sink.executed.size(), 2u) << "epoch 2 was never durable, so never executed";
   EXPECT_EQ(stage->durable_epoch(), 1u);
+}
+
+}  // namespace
+}  // namespace detdb
+
+namespace detdb {
+namespace {
+
+std::shared_ptr<pb::Batch> Empty(uint64_t epoch, uint32_t seq) {
+  auto b = std::make_shared<pb::Batch>();
+  b->set_epoch(epoch);
+  b->set_sequencer_id(seq);
+  return b;
+}
+
+TEST(LogStage, OpenWithoutRecoverIsAnErrorAndAddAfterCloseExecutesNothing) {
+  FaultInjectingFileSystem fs;
+  Sink sink;
+  auto stage = MakeStage(&fs, &sink, false);
+  EXPECT_EQ(stage->Open(0).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(stage->Recover().ok());
+  ASSERT_TRUE(stage->Open(0).ok());
+  stage->Add(B(1, 0));
+  ASSERT_TRUE(stage->Close().ok());
+  stage->Add(B(1, 1));  // after Close: never executed unlogged
+  std::lock_guard<std::mutex> l(sink.mu);
+  EXPECT_EQ(sink.executed.size(), 1u);
+}
+
+TEST(LogStage, IdleEmptyEpochsAreSyncedLazilyAndABatchWithTxnsAtOnce) {
+  FaultInjectingFileSystem fs;
+  Sink sink;
+  auto stage = MakeStage(&fs, &sink, false, std::chrono::milliseconds(300));
+  ASSERT_TRUE(stage->Recover().ok());
+  ASSERT_TRUE(stage->Open(0).ok());
+  const int64_t syncs0 = fs.syncs();
+  for (uint64_t e = 1; e <= 20; ++e) {
+    stage->Add(Empty(e, 0));
+    stage->Add(Empty(e, 1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(stage->durable_epoch(), 0u) << "nothing waits on empty epochs: no sync yet";
+  EXPECT_EQ(fs.syncs(), syncs0);
+  // A batch with a txn forces the group (and the empty epochs before it) out.
+  stage->Add(B(21, 0));
+  stage->Add(Empty(21, 1));
+  EXPECT_TRUE(Eventually([&] { return stage->durable_epoch() == 21; }));
+  // Empty epochs alone become durable by the deadline, with one sync.
+  const int64_t syncs1 = fs.syncs();
+  for (uint64_t e = 22; e <= 40; ++e) {
+    stage->Add(Empty(e, 0));
+    stage->Add(Empty(e, 1));
+  }
+  EXPECT_TRUE(Eventually([&] { return stage->durable_epoch() == 40; }));
+  EXPECT_LE(fs.syncs() - syncs1, 2);
+  ASSERT_TRUE(stage->Close().ok());
+  EXPECT_EQ(ReadInputLog("/log", [&] {
+              RecoveryOptions ro;
+              ro.fs = &fs;
+              return ro;
+            }())->size(),
+            80u);
 }
 
 }  // namespace

@@ -162,23 +162,35 @@ absl::StatusOr<RecoveryResult> TruncateInputLogAfter(const std::string& dir, uin
   });
   if (!r.ok()) return r.status();
   if (cut_segment.empty()) return r;  // nothing after last_epoch
+  // Crash-safe order: a crash at any step must leave a log without an epoch
+  // gap. The segments after the cut go first, from the last backwards (a
+  // crash leaves a shorter, gap-free log), the directory is synced, and only
+  // then is the cut segment truncated (or removed when the cut is at its
+  // start), and the directory synced again.
+  std::vector<std::string> later;
   bool after = false;
   for (const SegmentInfo& seg : r->segments) {
     if (seg.removed) continue;
-    const std::string path = JoinPath(dir, seg.name);
     if (seg.name == cut_segment) {
       after = true;
-      LOG(WARNING) << "input log " << path << ": dropping everything after epoch " << last_epoch << " (offset "
-                   << cut_offset << " of " << seg.verified_end << " bytes): not durable on every node";
-      if (cut_offset == 0) {
-        if (absl::Status s = fs->Remove(path); !s.ok()) return s;
-      } else if (absl::Status s = fs->Truncate(path, cut_offset); !s.ok()) {
-        return s;
-      }
     } else if (after) {
-      LOG(WARNING) << "input log " << path << ": removed, after epoch " << last_epoch;
-      if (absl::Status s = fs->Remove(path); !s.ok()) return s;
+      later.push_back(JoinPath(dir, seg.name));
     }
+  }
+  for (auto it = later.rbegin(); it != later.rend(); ++it) {
+    LOG(WARNING) << "input log " << *it << ": removed, after epoch " << last_epoch;
+    if (absl::Status s = fs->Remove(*it); !s.ok()) return s;
+  }
+  if (!later.empty()) {
+    if (absl::Status s = fs->SyncDir(dir); !s.ok()) return s;
+  }
+  const std::string path = JoinPath(dir, cut_segment);
+  LOG(WARNING) << "input log " << path << ": dropping everything after epoch " << last_epoch << " (offset "
+               << cut_offset << "): not durable on every node";
+  if (cut_offset == 0) {
+    if (absl::Status s = fs->Remove(path); !s.ok()) return s;
+  } else if (absl::Status s = fs->Truncate(path, cut_offset); !s.ok()) {
+    return s;
   }
   if (absl::Status s = fs->SyncDir(dir); !s.ok()) return s;
   return RecoverInputLog(dir, o);
