@@ -47,6 +47,10 @@ DEFINE_bool(json, false, "Print one JSON object per lock manager per line");
 DEFINE_uint32(rounds, 1, "Run the lock managers this many times, interleaved; report each one's median run");
 DEFINE_string(cluster, "", "Run against the detdb cluster of this config (deploy/local_cluster.sh up prints it)");
 DEFINE_uint32(clients, 1, "--cluster: client threads (each its own connections and client id)");
+DEFINE_string(data_dir, "", "micro in one process: log the input to DIR/bench-log (emptied before each run); empty: no log");
+DEFINE_string(log_sync, "fsync", "With --data_dir: fsync (one fdatasync per group of epochs) or none");
+DEFINE_bool(log_then_execute, false, "With --data_dir: execution waits for the fsync too (default: only replies wait)");
+DEFINE_bool(measure_replay, false, "With --data_dir: after each run, time a restart that replays its log");
 DEFINE_double(warmup, 1, "Seconds of an unreported warm-up run before the measured runs (0: none)");
 
 namespace detdb {
@@ -80,6 +84,9 @@ void PrintSummary(const MicroRunResult& r) {
          "(admission window %.0f at the end), peak lock state %.1f MiB\n",
          100 * r.blocked_at_admission, r.avg_active, r.window, r.peak_lock_bytes / 1048576.0);
   if (r.parked != 0) printf("  %lu txns waited for remote reads\n", static_cast<unsigned long>(r.parked));
+  if (r.replayed != 0)
+    printf("  replay of the log: %lu txns in %.2f s (%.2f s per million txns)\n",
+           static_cast<unsigned long>(r.replayed), r.replay_seconds, r.replay_seconds * 1e6 / r.replayed);
   printf("  client busy %.0f%% of the run (txn generation + submission); process CPU %.2f us per txn\n",
          100 * r.client_busy, r.cpu_us_per_txn);
   printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
@@ -187,6 +194,16 @@ int Micro() {
   o.txns = FLAGS_txns;
   o.duration_s = FLAGS_duration;
   o.outstanding = FLAGS_outstanding;
+  if (!FLAGS_data_dir.empty()) {
+    if (FLAGS_log_sync != "fsync" && FLAGS_log_sync != "none") {
+      fprintf(stderr, "detdb-bench: --log_sync must be fsync or none\n");
+      return 2;
+    }
+    o.log.dir = FLAGS_data_dir + "/bench-log";
+    o.log.sync_mode = FLAGS_log_sync == "none" ? LogSyncMode::kNone : LogSyncMode::kFsync;
+    o.log.log_then_execute = FLAGS_log_then_execute;
+    o.measure_replay = FLAGS_measure_replay;
+  }
 
   auto parsed = ParseLockManagerList(FLAGS_compare ? "all" : FLAGS_lock_manager);
   if (!parsed.ok()) {

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "workloads/micro/micro.h"
 #include "lockmgr/lock_manager.h"
+#include "scheduler/log_stage.h"
 
 namespace detdb {
 
@@ -29,6 +30,11 @@ struct MicroRunOptions {
   uint64_t txns = 0;               // stop after this many txns (0: use duration)
   double duration_s = 3;
   uint32_t outstanding = 4000;     // closed loop: txns in flight at most
+  // The input log (log.dir empty: none). The directory is emptied before
+  // the run: every run starts from an empty log.
+  LogStageOptions log;
+  // After the run, time a restart of the engine on its log (replay).
+  bool measure_replay = false;
   // Called about once a second with (seconds since start, txns committed so far).
   std::function<void(double, uint64_t)> progress;
 };
@@ -51,6 +57,8 @@ struct MicroRunResult {
   // moves when other processes share the cores (a noisy machine).
   double cpu_us_per_txn = 0;
   size_t peak_lock_bytes = 0;
+  uint64_t replayed = 0;            // measure_replay: txns replayed
+  double replay_seconds = 0;        // and how long Start() took with them
 };
 
 absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& options);

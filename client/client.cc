@@ -227,4 +227,89 @@ absl::Status ClusterClient::WaitReady(std::chrono::milliseconds timeout) {
   return absl::DeadlineExceededError(absl::StrCat("cluster not ready: ", last.message()));
 }
 
+absl::StatusOr<std::vector<pb::TxnResult>> Client::Outcomes(const std::vector<pb::Txn>& txns,
+                                                            std::chrono::milliseconds timeout) {
+  pb::ClientRequest req;
+  req.set_outcome_only(true);
+  for (const pb::Txn& t : txns) {
+    pb::Txn* q = req.add_txns();
+    q->set_client_id(t.client_id());
+    q->set_client_seq(t.client_seq());
+  }
+  auto r = Call(std::move(req), timeout);
+  if (!r.ok()) return r.status();
+  return std::vector<pb::TxnResult>(r->results().begin(), r->results().end());
+}
+
+absl::StatusOr<pb::TxnResult> Client::Run(const pb::Txn& txn, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  auto mine = [&](const pb::TxnResult& r) {
+    return r.client_id() == txn.client_id() && r.client_seq() == txn.client_seq();
+  };
+  // A final answer: the txn ran (OK or aborted) or was refused for good.
+  auto final = [](const pb::TxnResult& r) {
+    return r.status() == pb::STATUS_OK || r.status() == pb::STATUS_ABORTED ||
+           (r.status() == pb::STATUS_INVALID_ARGUMENT && r.error().find("duplicate") == std::string::npos);
+  };
+  std::deque<pb::ClientReply> others;
+  absl::StatusOr<pb::TxnResult> out = absl::DeadlineExceededError(
+      absl::StrCat(endpoint_, ": no outcome for client ", txn.client_id(), " seq ", txn.client_seq()));
+  bool send = true;
+  while (Clock::now() < deadline) {
+    if (send) {
+      (void)SubmitTxns({txn});  // a lost send is found by the outcome query below
+      send = false;
+    }
+    // Wait a while for the result.
+    const auto wait_until = std::min(deadline, Clock::now() + std::chrono::milliseconds(500));
+    bool answered = false, resend = false;
+    while (!answered && Clock::now() < wait_until) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - Clock::now());
+      zmq::message_t frame;
+      try {
+        zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+        if (zmq::poll(&item, 1, std::max(left, std::chrono::milliseconds(1))) == 0) continue;
+        if (!socket_.recv(frame, zmq::recv_flags::dontwait)) continue;
+      } catch (const zmq::error_t& e) {
+        break;
+      }
+      pb::ClientReply r;
+      if (!r.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) continue;
+      pb::ClientReply rest = r;
+      rest.clear_results();
+      for (const pb::TxnResult& res : r.results()) {
+        if (!mine(res)) {
+          *rest.add_results() = res;
+          continue;
+        }
+        if (final(res)) {
+          out = res;
+          answered = true;
+        } else if (res.status() == pb::STATUS_UNAVAILABLE) {
+          resend = true;  // refused before sequencing (overload, recovery): the same seq again
+        }
+      }
+      if (rest.results_size() > 0 || r.results_size() == 0) others.push_back(std::move(rest));
+      if (resend) break;
+    }
+    if (answered) break;
+    if (resend) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      send = true;
+      continue;
+    }
+    // No result: ask whether the node has it.
+    auto o = Outcomes({txn}, std::chrono::milliseconds(500));
+    if (!o.ok() || o->size() != 1) continue;  // the node is down: ask again
+    const pb::TxnResult& res = (*o)[0];
+    if (final(res)) {
+      out = res;
+      break;
+    }
+    send = res.status() == pb::STATUS_NOT_FOUND;
+  }
+  for (auto& r : others) stash_.push_back(std::move(r));
+  return out;
+}
+
 }  // namespace detdb

@@ -55,6 +55,19 @@ class Client {
   // The workload's consistency check of the node's partitions at the
   // boundary of `epoch` (reply fields consistency_*).
   absl::StatusOr<pb::ClientReply> Check(uint64_t epoch, std::chrono::milliseconds timeout);
+  // Exactly once across restarts. The outcome of each (client_id,
+  // client_seq) of txns (nothing else of them is read): per txn its original
+  // result, STATUS_UNAVAILABLE (still running, or the node is recovering:
+  // ask again) or STATUS_NOT_FOUND (the node never accepted it or lost it
+  // before it was durable, so never acknowledged it: resubmit it).
+  absl::StatusOr<std::vector<pb::TxnResult>> Outcomes(const std::vector<pb::Txn>& txns,
+                                                      std::chrono::milliseconds timeout);
+  // Runs txn (client id and seq set) and returns its result, across node
+  // restarts and lost replies: while no result comes it asks for the outcome
+  // and resubmits the same (client id, seq) only when the node does not have
+  // it, so the txn runs once. DeadlineExceeded if no outcome by timeout.
+  // Results of other txns that arrive meanwhile are kept for Receive().
+  absl::StatusOr<pb::TxnResult> Run(const pb::Txn& txn, std::chrono::milliseconds timeout);
   // The node's sequencer batches (node started with --record_history).
   absl::StatusOr<std::vector<pb::Batch>> History(std::chrono::milliseconds timeout);
 

@@ -112,7 +112,36 @@ void ClientEndpoint::Wake() {
   (void)!write(wake_fd_, &one, sizeof(one));
 }
 
+void ClientEndpoint::Remember(const pb::TxnResult& r) {
+  std::lock_guard<std::mutex> l(outcomes_mu_);
+  Outcomes& o = outcomes_[r.client_id()];
+  o.max_seq = std::max(o.max_seq, r.client_seq());
+  o.by_seq[r.client_seq()] = o.dropped + o.recent.size();
+  o.recent.push_back(r);
+  while (o.recent.size() > options_.outcomes_per_client) {
+    auto it = o.by_seq.find(o.recent.front().client_seq());
+    if (it != o.by_seq.end() && it->second == o.dropped) o.by_seq.erase(it);
+    o.recent.pop_front();
+    ++o.dropped;
+  }
+}
+
+bool ClientEndpoint::Recall(uint64_t client, uint64_t seq, pb::TxnResult* out, uint64_t* max_seq) {
+  std::lock_guard<std::mutex> l(outcomes_mu_);
+  auto it = outcomes_.find(client);
+  *max_seq = it == outcomes_.end() ? 0 : it->second.max_seq;
+  if (it == outcomes_.end()) return false;
+  auto s = it->second.by_seq.find(seq);
+  if (s == it->second.by_seq.end()) return false;
+  *out = it->second.recent[s->second - it->second.dropped];
+  return true;
+}
+
 void ClientEndpoint::OnResult(const pb::TxnResult& result) {
+  Remember(result);
+  // Before the engine takes txns it only replays its log: those results
+  // rebuild the table above; nobody waits for them.
+  if (engine_ != nullptr && engine_->replaying()) return;
   bool wake;
   {
     std::lock_guard<std::mutex> l(out_mu_);
@@ -195,7 +224,11 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
   pb::ClientRequest req;
   if (!req.ParseFromArray(payload.data(), static_cast<int>(payload.size())))
     return BadFrame(identity, "request does not parse as detdb.pb.ClientRequest");
-  if (req.txns_size() > 0) HandleTxns(identity, &req);
+  if (req.txns_size() > 0 && req.outcome_only()) {
+    HandleOutcomes(identity, req);
+  } else if (req.txns_size() > 0) {
+    HandleTxns(identity, &req);
+  }
   if (req.info()) {
     pb::ClientReply r;
     r.set_request_id(req.request_id());
@@ -298,14 +331,26 @@ void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* 
   for (pb::Txn& t : *req->mutable_txns()) {
     absl::Status s;
     if (t.client_id() == 0) s = absl::InvalidArgumentError("client_id must be nonzero");
+    // A retry of a request that has a result: its original result, not a
+    // second run.
+    pb::TxnResult known;
+    uint64_t max_result_seq = 0;
+    if (s.ok() && Recall(t.client_id(), t.client_seq(), &known, &max_result_seq)) {
+      duplicates_.fetch_add(1, std::memory_order_relaxed);
+      *errors.add_results() = std::move(known);
+      if (auto c = clients_.find(t.client_id()); c != clients_.end()) c->second.identity = identity;
+      continue;
+    }
     auto it = clients_.find(t.client_id());
     if (s.ok() && it == clients_.end() && clients_.size() >= options_.max_clients) {
       EvictIdleClients();
       if (clients_.size() >= options_.max_clients) s = absl::UnavailableError("too many client ids");
     }
-    if (s.ok() && it != clients_.end() && it->second.seen && t.client_seq() <= it->second.last_seq) {
+    const uint64_t last = std::max(it != clients_.end() && it->second.seen ? it->second.last_seq : 0, max_result_seq);
+    if (s.ok() && (max_result_seq > 0 || (it != clients_.end() && it->second.seen)) && t.client_seq() <= last) {
       s = absl::AlreadyExistsError(absl::StrCat("duplicate or out-of-order request: client ", t.client_id(), " seq ",
-                                                t.client_seq(), " (last accepted ", it->second.last_seq, ")"));
+                                                t.client_seq(), " (last accepted ", last,
+                                                "): still running or its outcome is no longer kept"));
       duplicates_.fetch_add(1, std::memory_order_relaxed);
     }
     if (s.ok()) s = engine_->Check(t);
@@ -331,6 +376,36 @@ void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* 
     }
   }
   if (errors.results_size() > 0) Reply(identity, errors);
+}
+
+void ClientEndpoint::HandleOutcomes(const std::string& identity, const pb::ClientRequest& req) {
+  pb::ClientReply reply;
+  reply.set_request_id(req.request_id());
+  const bool ready = engine_->started();
+  for (const pb::Txn& t : req.txns()) {
+    pb::TxnResult r;
+    uint64_t max_result_seq = 0;
+    if (Recall(t.client_id(), t.client_seq(), &r, &max_result_seq)) {
+      *reply.add_results() = std::move(r);
+      continue;
+    }
+    r.set_client_id(t.client_id());
+    r.set_client_seq(t.client_seq());
+    auto it = clients_.find(t.client_id());
+    const uint64_t accepted = it != clients_.end() && it->second.seen ? it->second.last_seq : 0;
+    if (!ready) {
+      r.set_status(pb::STATUS_UNAVAILABLE);
+      r.set_error("node not ready (recovering): ask again");
+    } else if (t.client_seq() <= std::max(accepted, max_result_seq)) {
+      r.set_status(pb::STATUS_UNAVAILABLE);
+      r.set_error("accepted and still running, or its outcome is no longer kept: ask again");
+    } else {
+      r.set_status(pb::STATUS_NOT_FOUND);
+      r.set_error("this node never accepted the request (or lost it before it was durable): resubmit it");
+    }
+    *reply.add_results() = std::move(r);
+  }
+  Reply(identity, reply);
 }
 
 void ClientEndpoint::EvictIdleClients() {

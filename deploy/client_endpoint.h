@@ -53,6 +53,8 @@ struct ClientEndpointOptions {
   // A txn result waits up to this long for others to share its reply frame
   // (fewer frames and wake-ups on both ends; poll granularity is 1 ms).
   std::chrono::microseconds reply_batch{1000};
+  // Results remembered per client id for retries (exactly once).
+  size_t outcomes_per_client = 4096;
 };
 
 struct ClientEndpointStats {
@@ -89,6 +91,12 @@ class ClientEndpoint final : public TxnClient {
     bool seen = false;
     std::chrono::steady_clock::time_point last_used;
   };
+  struct Outcomes {
+    uint64_t max_seq = 0;                           // of any result seen
+    std::deque<pb::TxnResult> recent;               // ascending arrival, bounded
+    absl::flat_hash_map<uint64_t, size_t> by_seq;   // seq -> arrival number
+    size_t dropped = 0;                             // arrivals evicted from recent
+  };
   struct Outgoing {
     std::string identity;
     pb::ClientReply reply;
@@ -103,6 +111,11 @@ class ClientEndpoint final : public TxnClient {
   void Loop();
   void HandleFrame(const std::string& identity, const zmq::message_t& payload);
   void HandleTxns(const std::string& identity, pb::ClientRequest* request);
+  void HandleOutcomes(const std::string& identity, const pb::ClientRequest& request);
+  void Remember(const pb::TxnResult& result);
+  // The remembered result of (client, seq), if any; *max_seq the client's
+  // highest seq with a result (0 if none).
+  bool Recall(uint64_t client, uint64_t seq, pb::TxnResult* out, uint64_t* max_seq);
   void Reply(const std::string& identity, const pb::ClientReply& reply);
   void BadFrame(const std::string& identity, const std::string& why);
   void Flush();
@@ -120,6 +133,9 @@ class ClientEndpoint final : public TxnClient {
   int wake_fd_ = -1;                       // eventfd: results or replies queued
 
   absl::flat_hash_map<uint64_t, ClientState> clients_;  // endpoint thread only
+
+  std::mutex outcomes_mu_;
+  absl::flat_hash_map<uint64_t, Outcomes> outcomes_;     // guarded by outcomes_mu_
 
   std::mutex out_mu_;
   std::vector<pb::TxnResult> results_;     // guarded by out_mu_

@@ -10,7 +10,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
+#include <memory>
+#include <string_view>
 #include <thread>
 #include <cstdio>
 
@@ -40,6 +43,18 @@ DEFINE_bool(record_history, false, "Keep every batch this node's sequencer made 
 DEFINE_uint64(max_request_bytes, 16u << 20, "Client frames above this size are refused before parsing");
 DEFINE_uint32(drain_timeout_s, 5, "On SIGTERM, wait this long for txns in flight (a dead peer keeps them)");
 DEFINE_uint32(handshake_timeout_s, 600, "Give up if the other nodes are not all up by then");
+DEFINE_string(data_dir, "", "Directory of this node's input log (DIR/log). Empty: no log, nothing survives a restart");
+DEFINE_string(log_sync, "fsync",
+              "fsync: one fdatasync per group of epochs, replies after it; none: no fdatasync, replies once the "
+              "OS has the bytes (survives kill -9, not a power loss or kernel crash)");
+DEFINE_int32(log_lazy_sync_ms, 20,
+             "An idle epoch's empty batch is written and synced with the next batch that has txns, or after "
+             "this many ms (0: every epoch synced at once, as before)");
+DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
+DEFINE_string(crash_at, "",
+              "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
+              "log_written (after a log write, before its fsync) or log_synced (after the fsync, before the "
+              "replies it frees). Also from the environment variable DETDB_CRASH_AT");
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("detdb --config=<cluster.pbtxt> --node_id=<id> [flags]");
@@ -86,6 +101,40 @@ int main(int argc, char** argv) {
   }
   o.max_request_bytes = FLAGS_max_request_bytes;
   o.handshake_timeout = std::chrono::seconds(FLAGS_handshake_timeout_s);
+  o.data_dir = FLAGS_data_dir;
+  if (FLAGS_log_sync != "fsync" && FLAGS_log_sync != "none") {
+    fprintf(stderr, "detdb: --log_sync must be fsync or none\n");
+    return 2;
+  }
+  o.engine.log.sync_mode = FLAGS_log_sync == "none" ? detdb::LogSyncMode::kNone : detdb::LogSyncMode::kFsync;
+  o.engine.log.log_then_execute = FLAGS_log_then_execute;
+  if (FLAGS_log_lazy_sync_ms < 0) {
+    fprintf(stderr, "detdb: --log_lazy_sync_ms must be >= 0\n");
+    return 2;
+  }
+  o.engine.log.lazy_sync = std::chrono::milliseconds(FLAGS_log_lazy_sync_ms);
+  std::string crash_at = FLAGS_crash_at;
+  if (crash_at.empty() && getenv("DETDB_CRASH_AT") != nullptr) crash_at = getenv("DETDB_CRASH_AT");
+  if (!crash_at.empty()) {
+    const size_t colon = crash_at.find(':');
+    const std::string point = crash_at.substr(0, colon);
+    const long n = colon == std::string::npos ? 1 : atol(crash_at.c_str() + colon + 1);
+    if ((point != "log_written" && point != "log_synced") || n < 1) {
+      fprintf(stderr, "detdb: --crash_at=%s: POINT[:N] with POINT log_written or log_synced\n", crash_at.c_str());
+      return 2;
+    }
+    auto hits = std::make_shared<std::atomic<long>>(0);
+    o.engine.log.crash_hook = [point, n, hits](std::string_view at) {
+      if (at != point || hits->fetch_add(1) + 1 != n) return;
+      LOG(ERROR) << "crash point " << point << " reached (" << n << "): SIGKILL";
+      google::FlushLogFiles(google::GLOG_INFO);
+      raise(SIGKILL);
+    };
+  }
+  o.on_log_failure = [](const absl::Status& s) {
+    LOG(ERROR) << "input log failed: " << s << "; stopping this node (restart it to recover)";
+    kill(getpid(), SIGTERM);
+  };
 
   // Every thread inherits the blocked signals; main waits for them below.
   sigset_t signals;
@@ -116,5 +165,9 @@ int main(int argc, char** argv) {
   absl::Status s = (*node)->Stop(std::chrono::seconds(FLAGS_drain_timeout_s));
   if (!s.ok()) LOG(WARNING) << "stop: " << s;
   LOG(INFO) << "node " << FLAGS_node_id << " stopped";
+  if ((*node)->log_failed()) {
+    fprintf(stderr, "detdb: node %d stopped: its input log failed (see the log above)\n", FLAGS_node_id);
+    return 1;
+  }
   return started.ok() || absl::IsCancelled(started) ? 0 : 1;
 }

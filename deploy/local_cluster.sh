@@ -7,6 +7,13 @@
 #   deploy/local_cluster.sh status [--dir=DIR]
 #   deploy/local_cluster.sh logs [-f] [I] [--dir=DIR]
 #   deploy/local_cluster.sh cut I J  / heal I J   [--dir=DIR]     (--netns clusters only)
+#   deploy/local_cluster.sh kill [I...] [--dir=DIR]    SIGKILL nodes (default: all)
+#   deploy/local_cluster.sh start [I...] [--dir=DIR]   restart them with their data (default: all not running)
+#
+# Every node logs its input to DIR/data<i> (--data_dir; emptied by `up`), so
+# `kill` + `start` of every node is a crash and a recovery: the nodes replay
+# their logs, agree on the last epoch durable everywhere and go on. (A single
+# node restarted into a cluster that kept running cannot rejoin yet.)
 #
 # `up` builds detdb and detdb-ctl if they are missing, picks free ports on
 # 127.0.0.1, writes DIR/cluster.pbtxt (proto/cluster.proto: node i serves
@@ -76,6 +83,11 @@ usage: $PROG COMMAND [options]
         last 50 lines of every node's log (or node I's); -f follows them.
   cut I J | heal I J [--dir=DIR]
         (--netns clusters, root) drop / restore all traffic between nodes I and J.
+  kill [I...] [--dir=DIR]
+        SIGKILL nodes I... (default: every running node): a crash.
+  start [I...] [--dir=DIR]
+        restart nodes I... (default: every node not running) with the flags
+        and data of \`up\` (they recover their input logs), wait until all are ready.
   help  this text.
 
 --netns (root): node i runs in network namespace ${NS_PREFIX}<i> at $SUBNET.<i+1>,
@@ -452,7 +464,8 @@ cmd_up() {
   if [ -n "$running" ]; then
     die "a cluster of $DIR still runs (nodes: ${running% }); stop it first: $PROG down --dir=$DIR"
   fi
-  rm -f -- "$DIR"/node*.pid "$DIR"/node*.log  # stale pids; the last cluster's logs
+  rm -f -- "$DIR"/node*.pid "$DIR"/node*.log "$DIR"/node*.cmd  # stale pids; the last cluster's logs
+  rm -rf -- "$DIR"/data[0-9]*      # the last cluster's input logs: a new cluster starts empty
   netns_teardown                   # leftovers of an --netns cluster that died
 
   ensure_binaries
@@ -472,8 +485,9 @@ cmd_up() {
 
   local node_cmd
   for ((i = 0; i < n; i++)); do
-    node_cmd=("$DETDB" "--config=$CONFIG" "--node_id=$i" ${EXTRA[@]+"${EXTRA[@]}"})
+    node_cmd=("$DETDB" "--config=$CONFIG" "--node_id=$i" "--data_dir=$DIR/data$i" ${EXTRA[@]+"${EXTRA[@]}"})
     if [ "$NETNS" = 1 ]; then node_cmd=(ip netns exec "$NS_PREFIX$i" "${node_cmd[@]}"); fi
+    printf '%s\0' "${node_cmd[@]}" > "$DIR/node$i.cmd"   # for `start`
     # setsid: the node gets its own session, so a Ctrl-C in this terminal
     # does not reach it. Neither setsid (not a group leader here) nor
     # `ip netns exec` forks, so $! is the detdb process itself.
@@ -598,9 +612,61 @@ cmd_link() {
   else say "healed: node $a and node $b reach each other again"; fi
 }
 
+# kill [I...]: SIGKILL (a crash: nothing is flushed or synced).
+cmd_kill() {
+  local ids=("${ARGS[@]+"${ARGS[@]}"}") i pid
+  [ -d "$DIR" ] || die "no cluster folder $DIR"
+  lock_dir
+  if [ ${#ids[@]} -eq 0 ]; then mapfile -t ids < <(running_nodes); fi
+  for i in "${ids[@]+"${ids[@]}"}"; do
+    is_uint "$i" || die "node id must be a number, not '$i'"
+    pid="$(recorded_pid "$i")"
+    if [ -n "$pid" ] && is_our_node "$pid"; then
+      kill -KILL "$pid" 2>/dev/null || true
+      say "node $i (pid $pid): SIGKILL"
+    else
+      say "node $i is not running"
+    fi
+  done
+}
+
+# start [I...]: restarts nodes with the command `up` recorded (their data
+# dirs included) and waits until every node of the cluster is ready.
+cmd_start() {
+  local ids=("${ARGS[@]+"${ARGS[@]}"}") i pid n node_cmd=() rc
+  n="$(config_nodes)"
+  [ "$n" -gt 0 ] || die "no cluster config in $DIR ('$PROG up N' first)"
+  lock_dir
+  if [ ${#ids[@]} -eq 0 ]; then
+    for ((i = 0; i < n; i++)); do
+      pid="$(recorded_pid "$i")"
+      if [ -z "$pid" ] || ! is_our_node "$pid"; then ids+=("$i"); fi
+    done
+  fi
+  [ ${#ids[@]} -gt 0 ] || { say "every node runs already"; return 0; }
+  for i in "${ids[@]}"; do
+    in_range "$i" 0 $((n - 1)) || die "node must be in 0..$((n - 1)), not '$i'"
+    pid="$(recorded_pid "$i")"
+    if [ -n "$pid" ] && is_our_node "$pid"; then die "node $i still runs (pid $pid); '$PROG kill $i' first"; fi
+    [ -f "$DIR/node$i.cmd" ] || die "no recorded command for node $i (was it started by '$PROG up'?)"
+    mapfile -d '' -t node_cmd < "$DIR/node$i.cmd"
+    printf '==== restart %s ====\n' "$(date -u +%FT%TZ)" >> "$DIR/node$i.log"
+    setsid nohup "${node_cmd[@]}" >> "$DIR/node$i.log" 2>&1 < /dev/null 9>&- &
+    disown "$!"
+    printf '%s\n' "$!" > "$DIR/node$i.pid"
+    say "node $i restarted (pid $!)"
+  done
+  rc=0
+  "$CTL" --config="$CONFIG" wait_ready --timeout_s="$READY_TIMEOUT_S" >&2 9>&- || rc=$?
+  [ "$rc" -eq 0 ] || die "the cluster is not ready after ${READY_TIMEOUT_S} s (see '$PROG logs')"
+  say "cluster of $n node(s) ready"
+}
+
 main() {
   parse_args "$@"
   case "$CMD" in
+    kill) cmd_kill ;;
+    start) cmd_start ;;
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;

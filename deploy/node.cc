@@ -7,6 +7,7 @@
 #include "workloads/tpcc/procedures.h"
 #include "client/cluster_config.h"
 #include "glog/logging.h"
+#include "io/file_system.h"
 #include "workloads/micro/micro_table.h"
 
 namespace detdb {
@@ -67,9 +68,22 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
                                                      ") is outside every partition: rows are 0 .. ", rows - 1));
     return absl::OkStatus();
   };
+  if (!options.data_dir.empty()) {
+    if (absl::Status d = PosixFileSystem()->CreateDir(options.data_dir); !d.ok()) return d;
+    eo.log.dir = JoinPath(options.data_dir, "log");
+    eo.log.config_hash = ClusterConfigHash(config);
+    eo.on_log_failure = options.on_log_failure;
+  }
   auto engine = Engine::Create(eo, node->partitioner_.get(), &node->procedures_);
   if (!engine.ok()) return engine.status();
   node->engine_ = std::move(*engine);
+  if (node->engine_->logging()) {
+    // A damaged log refuses here, naming the file and offset.
+    auto recovered = node->engine_->RecoverLog();
+    if (!recovered.ok()) return recovered.status();
+    node->net_->SetRecoveredEpoch(*recovered);
+    LOG(INFO) << "node " << options.node_id << ": input log " << eo.log.dir << " holds epochs 1.." << *recovered;
+  }
   for (PartitionId p : node->engine_->local_partitions()) {
     if (tpcc) {
       s = tpcc::LoadPartition(node->engine_->store(p),
@@ -104,7 +118,14 @@ absl::Status Node::Start() {
             << " node(s)";
   auto start_us = net_->Handshake(options_.handshake_timeout);
   if (!start_us.ok()) return start_us.status();
-  absl::Status s = engine_->Start(*start_us);
+  std::optional<uint64_t> resume;
+  if (engine_->logging()) {
+    auto agreed = net_->resume_epoch();
+    if (!agreed.ok()) return agreed.status();
+    resume = *agreed;
+    LOG(INFO) << "node " << options_.node_id << ": every node resumes after epoch " << *resume;
+  }
+  absl::Status s = engine_->Start(*start_us, resume);
   if (!s.ok()) return s;
   ready_.store(true, std::memory_order_release);
   LOG(INFO) << "node " << options_.node_id << " ready: " << engine_->local_partitions().size() << " partition(s), "
@@ -153,6 +174,9 @@ pb::NodeInfo Node::info() const {
   i.set_submitted(es.submitted);
   i.set_replied(es.replied);
   i.set_rejected(es.rejected);
+  i.set_durable_epoch(es.durable_epoch);
+  i.set_durable_watermark(es.durable_watermark);
+  i.set_replayed_txns(es.replayed_txns);
   for (const SchedulerStats& ps : es.partitions) {
     i.set_committed(i.committed() + ps.committed);
     i.set_aborted(i.aborted() + ps.aborted);

@@ -40,6 +40,15 @@ struct NodeOptions {
   uint64_t tpcc_load_seed = 1;
   size_t max_request_bytes = 16u << 20;
   std::chrono::milliseconds handshake_timeout{std::chrono::minutes(10)};
+  // The input log goes to data_dir/log (empty: no log; replies leave as
+  // soon as executed, a restart starts empty). engine.log carries the sync
+  // mode, log_then_execute and the crash hook; its dir and config hash are
+  // set here. At start the node recovers its log (refusing damage), agrees
+  // with the others on the epoch to resume at (the smallest recovered) and
+  // replays up to it before it takes txns.
+  std::string data_dir;
+  // Called once if the input log fails (the node must stop; it replies no more).
+  std::function<void(const absl::Status&)> on_log_failure;
 };
 
 class Node {
@@ -57,6 +66,7 @@ class Node {
 
   pb::NodeInfo info() const;
   bool ready() const { return ready_.load(std::memory_order_acquire); }
+  bool log_failed() const { return engine_ != nullptr && engine_->log_failed(); }
 
  private:
   explicit Node(const NodeOptions& options);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -70,27 +71,36 @@ TestCluster::TestCluster(const TestClusterOptions& options) : options_(options) 
   pids_.assign(options.nodes, -1);
   exit_status_.assign(options.nodes, -1);
   killed_.assign(options.nodes, false);
+  next_flags_.resize(options.nodes);
 }
+
+std::string TestCluster::LogDir(uint32_t node) const { return absl::StrCat(dir_, "/data", node, "/log"); }
 
 TestCluster::~TestCluster() {
   (void)Stop();
   if (std::getenv("DETDB_KEEP_TEST_LOGS") == nullptr) {
     for (uint32_t i = 0; i < options_.nodes; ++i) unlink(absl::StrCat(dir_, "/node", i, ".log").c_str());
     unlink(config_path_.c_str());
+    if (options_.data_dirs) std::filesystem::remove_all(dir_);
     rmdir(dir_.c_str());
   }
 }
 
 absl::Status TestCluster::Start(std::chrono::milliseconds timeout) {
   for (uint32_t i = 0; i < options_.nodes; ++i) {
+    if (Running(i)) continue;
+    killed_[i] = false;
     std::vector<std::string> args = {DETDB_SERVER_BIN, "--config=" + config_path_, absl::StrCat("--node_id=", i)};
+    if (options_.data_dirs) args.push_back(absl::StrCat("--data_dir=", dir_, "/data", i));
     for (const std::string& f : options_.flags) args.push_back(f);
+    for (const std::string& f : next_flags_[i]) args.push_back(f);
+    next_flags_[i].clear();
     const std::string log = absl::StrCat(dir_, "/node", i, ".log");
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (fd >= 0) {
         dup2(fd, 1);
         dup2(fd, 2);

@@ -24,6 +24,9 @@ struct TestClusterOptions {
   uint32_t partitions_per_node = 1;
   uint64_t epoch_us = 1000;
   std::vector<std::string> flags;  // for every node, e.g. "--lock_manager=vll"
+  // Every node logs its input to <dir>/data<i> (--data_dir), kept across
+  // Start() calls: kill every node and Start() again to recover.
+  bool data_dirs = false;
 };
 
 class TestCluster {
@@ -31,7 +34,8 @@ class TestCluster {
   explicit TestCluster(const TestClusterOptions& options);
   ~TestCluster();  // Stop()
 
-  // Starts every node and waits until all are ready.
+  // Starts every node that does not run and waits until all are ready
+  // (again after Kill: a restart, with the same data dirs).
   absl::Status Start(std::chrono::milliseconds timeout = std::chrono::seconds(60));
   // SIGTERM to every node still running, SIGKILL after 30 s. Returns an
   // error naming any node that did not exit with status 0.
@@ -40,6 +44,10 @@ class TestCluster {
   void Kill(uint32_t node, int signal);
   // True while node's process runs.
   bool Running(uint32_t node);
+  // Flags for node's next Start() only (e.g. a crash point).
+  void SetNextStartFlags(uint32_t node, std::vector<std::string> flags) { next_flags_[node] = std::move(flags); }
+  // Where node's input log is (data_dirs).
+  std::string LogDir(uint32_t node) const;
 
   const pb::ClusterConfig& config() const { return config_; }
   const std::string& config_path() const { return config_path_; }
@@ -52,6 +60,7 @@ class TestCluster {
   std::vector<pid_t> pids_;
   std::vector<int> exit_status_;
   std::vector<bool> killed_;
+  std::vector<std::vector<std::string>> next_flags_;
 };
 
 }  // namespace detdb

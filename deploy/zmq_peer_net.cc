@@ -40,6 +40,9 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
     for (uint32_t p : n.partitions()) net->node_of_[p] = n.id();
   net->receivers_.assign(options.config.num_partitions(), nullptr);
   net->boot_us_.assign(net->num_nodes_, 0);
+  net->recovered_.assign(net->num_nodes_, 0);
+  net->has_log_of_.assign(net->num_nodes_, false);
+  net->peer_durable_.assign(net->num_nodes_, 0);
   net->expected_seq_.assign(net->num_nodes_, 1);
   try {
     net->pull_ = std::make_unique<zmq::socket_t>(net->ctx_, zmq::socket_type::pull);
@@ -78,6 +81,8 @@ void ZmqPeerNet::Start() {
   {
     std::lock_guard<std::mutex> l(hello_mu_);
     boot_us_[options_.node_id] = WallClockMicros();
+    recovered_[options_.node_id] = recovered_epoch_;
+    has_log_of_[options_.node_id] = has_log_;
   }
   thread_ = std::thread([this] {
     SetThreadName("detdb-net");
@@ -88,6 +93,8 @@ void ZmqPeerNet::Start() {
     pb::PeerMessage m;
     m.mutable_hello()->set_boot_us(boot_us_[options_.node_id]);
     m.mutable_hello()->set_epoch_us(options_.epoch_us);
+    m.mutable_hello()->set_recovered_epoch(recovered_epoch_);
+    m.mutable_hello()->set_has_log(has_log_);
     SendTo(n, &m);
   }
 }
@@ -109,6 +116,31 @@ absl::StatusOr<uint64_t> ZmqPeerNet::Handshake(std::chrono::milliseconds timeout
   return last + static_cast<uint64_t>(options_.start_margin.count()) * 1000;
 }
 
+absl::StatusOr<uint64_t> ZmqPeerNet::resume_epoch() {
+  std::lock_guard<std::mutex> l(hello_mu_);
+  const uint32_t self = options_.node_id;
+  for (uint32_t n = 0; n < num_nodes_; ++n) {
+    if (boot_us_[n] == 0)
+      return absl::FailedPreconditionError(
+          absl::StrCat("node ", self, ": no Hello from node ", n, " yet: cannot agree on the resume epoch"));
+    if (!has_log_of_[n])
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node ", n, " runs without an input log (--data_dir) while node ", self,
+          " logs (epochs 1..", recovered_[self], "): refusing to start rather than truncate the log; give every node "
+          "--data_dir"));
+  }
+  const uint64_t resume = *std::min_element(recovered_.begin(), recovered_.end());
+  if (resume == 0 && recovered_[self] > 0) {
+    const uint32_t empty =
+        static_cast<uint32_t>(std::min_element(recovered_.begin(), recovered_.end()) - recovered_.begin());
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node ", empty, " reports an empty input log while node ", self, " holds epochs 1..", recovered_[self],
+        ": refusing to start rather than delete this log (a lost or wrong --data_dir on node ", empty,
+        " would drop acknowledged txns); restore its log, or remove every node's log to start afresh"));
+  }
+  return resume;
+}
+
 void ZmqPeerNet::CancelHandshake() {
   std::lock_guard<std::mutex> l(hello_mu_);
   hello_cancelled_ = true;
@@ -117,6 +149,7 @@ void ZmqPeerNet::CancelHandshake() {
 
 void ZmqPeerNet::Stop() {
   CancelHandshake();
+  if (thread_.joinable()) SendDurableStamps(/*force=*/true);  // the final stamp: peers release held replies
   stop_.store(true, std::memory_order_release);
   if (thread_.joinable()) thread_.join();
   for (auto& p : peers_) {
@@ -139,6 +172,7 @@ ZmqPeerNetStats ZmqPeerNet::stats() const {
 void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
   msg->set_config_hash(config_hash_);
   msg->set_from_node(options_.node_id);
+  msg->set_durable_epoch(durable_epoch_.load(std::memory_order_relaxed));
   Peer* peer = node < peers_.size() ? peers_[node].get() : nullptr;
   if (peer == nullptr) {
     LOG_EVERY_N(ERROR, 100) << "no peer socket to node " << node << "; message dropped";
@@ -148,6 +182,8 @@ void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
   std::lock_guard<std::mutex> l(peer->mu);
   if (peer->push == nullptr) return;  // stopped
   msg->set_seq(peer->next_seq++);
+  peer->stamped = std::max(peer->stamped, msg->durable_epoch());
+  peer->last_send = std::chrono::steady_clock::now();
   const size_t size = msg->ByteSizeLong();
   zmq::message_t frame(size);
   msg->SerializeWithCachedSizesToArray(static_cast<uint8_t*>(frame.data()));
@@ -197,7 +233,8 @@ void ZmqPeerNet::ReceiveLoop() {
   while (!stop_.load(std::memory_order_acquire)) {
     zmq::pollitem_t item{pull_->handle(), 0, ZMQ_POLLIN, 0};
     try {
-      zmq::poll(&item, 1, std::chrono::milliseconds(50));
+      zmq::poll(&item, 1, std::chrono::milliseconds(10));
+      SendDurableStamps(/*force=*/false);
       if ((item.revents & ZMQ_POLLIN) == 0) continue;
       while (pull_->recv(frame, zmq::recv_flags::dontwait)) {
         if (frame.more()) {  // peers send single frames: drop the rest of a multipart message
@@ -242,6 +279,10 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
     }
   }
   expected = m.seq() + 1;
+  if (m.durable_epoch() > peer_durable_[m.from_node()]) {
+    peer_durable_[m.from_node()] = m.durable_epoch();
+    handler_->OnPeerDurable(m.from_node(), m.durable_epoch());
+  }
   switch (m.body_case()) {
     case pb::PeerMessage::kHello: {
       std::lock_guard<std::mutex> l(hello_mu_);
@@ -254,8 +295,11 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
         // old one is normal: the peer may have waited for us a long time).
         hello_error_ = absl::StrCat("node ", m.from_node(), "'s clock is ", skew / 1000000,
                                     " s ahead of ours: synchronise the clocks (NTP)");
-      else if (boot_us_[m.from_node()] == 0)
+      else if (boot_us_[m.from_node()] == 0) {
         boot_us_[m.from_node()] = std::max<uint64_t>(1, m.hello().boot_us());
+        recovered_[m.from_node()] = m.hello().recovered_epoch();
+        has_log_of_[m.from_node()] = m.hello().has_log();
+      }
       else
         LOG(WARNING) << "node " << m.from_node() << " said hello again (restarted?); ignored";
       hello_cv_.notify_all();
@@ -274,8 +318,27 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
     case pb::PeerMessage::kResult:
       handler_->OnPeerResult(m.result());
       return;
+    case pb::PeerMessage::BODY_NOT_SET:
+      return;  // a durable stamp alone (handled above)
     default:
-      return drop("empty message");
+      return drop("unknown message");
+  }
+}
+
+void ZmqPeerNet::SendDurableStamps(bool force) {
+  const uint64_t durable = durable_epoch_.load(std::memory_order_relaxed);
+  if (durable == 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (uint32_t n = 0; n < num_nodes_; ++n) {
+    if (n == options_.node_id || n >= peers_.size() || peers_[n] == nullptr) continue;
+    {
+      Peer& p = *peers_[n];
+      std::lock_guard<std::mutex> l(p.mu);
+      if (p.push == nullptr || p.stamped >= durable) continue;
+      if (!force && now - p.last_send < std::chrono::microseconds(options_.epoch_us)) continue;
+    }
+    pb::PeerMessage m;
+    SendTo(n, &m);
   }
 }
 

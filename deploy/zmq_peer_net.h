@@ -77,6 +77,18 @@ class ZmqPeerNet final : public PeerLink {
   // microseconds of the wall clock. DeadlineExceeded names the nodes still
   // missing; FailedPrecondition if a peer runs with another epoch length.
   absl::StatusOr<uint64_t> Handshake(std::chrono::milliseconds timeout);
+  // This node runs with an input log whose last complete epoch is `epoch`;
+  // sent in its Hello (has_log, recovered_epoch). REQUIRES: before Start.
+  void SetRecoveredEpoch(uint64_t epoch) {
+    recovered_epoch_ = epoch;
+    has_log_ = true;
+  }
+  // After Handshake returned OK: the smallest recovered epoch of all nodes,
+  // where every node resumes. FailedPrecondition (naming the node) rather
+  // than an epoch that would truncate a log wrongly: a node not heard, a node
+  // without an input log, or a node reporting an empty log while this one
+  // holds epochs (a lost disk would drop acknowledged txns everywhere).
+  absl::StatusOr<uint64_t> resume_epoch();
   // Makes Handshake return Cancelled (now or when called). Thread-safe.
   void CancelHandshake();
   // Stops the receive thread and closes the sockets (pending frames to
@@ -95,13 +107,24 @@ class ZmqPeerNet final : public PeerLink {
   void Send(PartitionId to, pb::RemoteReads msg) override;
   void SendBatch(uint32_t node, const pb::Batch& batch) override;
   void SendResult(uint32_t node, const pb::TxnResult& result) override;
+  // Stamped on every message sent from now on (PeerMessage.durable_epoch);
+  // sent on its own (a message with no body) when no other message carried
+  // it within an epoch, and once more at Stop.
+  void SetDurableEpoch(uint64_t epoch) override { durable_epoch_.store(epoch, std::memory_order_relaxed); }
 
  private:
   struct Peer {
     std::mutex mu;
     std::unique_ptr<zmq::socket_t> push;  // guarded by mu
     uint64_t next_seq = 1;                 // guarded by mu: PeerMessage.seq of the next frame
+    uint64_t stamped = 0;                  // guarded by mu: the durable epoch last sent to it
+    std::chrono::steady_clock::time_point last_send;  // guarded by mu
   };
+  // Sends a message with no body, only the durable epoch, to every peer that
+  // has not been told the current one and (unless force) heard nothing from
+  // us for an epoch: the stamp must travel when no other traffic does (the
+  // last epochs, Stop).
+  void SendDurableStamps(bool force);
 
   explicit ZmqPeerNet(const ZmqPeerNetOptions& options);
   void SendTo(uint32_t node, pb::PeerMessage* msg);
@@ -122,6 +145,12 @@ class ZmqPeerNet final : public PeerLink {
   std::mutex hello_mu_;
   std::condition_variable hello_cv_;
   std::vector<uint64_t> boot_us_;                  // guarded by hello_mu_; 0 = not heard yet
+  std::vector<uint64_t> recovered_;                // guarded by hello_mu_: each node's recovered epoch
+  std::vector<bool> has_log_of_;                   // guarded by hello_mu_: each node's Hello.has_log
+  uint64_t recovered_epoch_ = 0;                   // ours (set before Start)
+  bool has_log_ = false;                           // ours (set before Start)
+  std::atomic<uint64_t> durable_epoch_{0};         // ours, stamped on every message
+  std::vector<uint64_t> peer_durable_;             // receive thread only: last seen per sender
   std::string hello_error_;                        // guarded by hello_mu_
   bool hello_cancelled_ = false;                   // guarded by hello_mu_
 

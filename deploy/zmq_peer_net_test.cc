@@ -55,6 +55,10 @@ class Recorder : public PeerHandler, public RemoteReadsReceiver {
     std::lock_guard<std::mutex> l(mu);
     results.push_back(r.txn_id());
   }
+  void OnPeerDurable(uint32_t node, uint64_t epoch) override {
+    std::lock_guard<std::mutex> l(mu);
+    durable.emplace_back(node, epoch);
+  }
   void OnRemoteReads(pb::RemoteReads m) override {
     std::lock_guard<std::mutex> l(mu);
     reads.push_back(m.txn_id());
@@ -65,12 +69,15 @@ class Recorder : public PeerHandler, public RemoteReadsReceiver {
   }
   std::mutex mu;
   std::vector<uint64_t> epochs, results, reads;
+  std::vector<std::pair<uint32_t, uint64_t>> durable;
 };
 
 struct Pair {
   std::unique_ptr<ZmqPeerNet> net[2];
   Recorder rec[2];
-  absl::Status Create(const pb::ClusterConfig& c0, const pb::ClusterConfig& c1, uint64_t e0, uint64_t e1) {
+  absl::Status Create(const pb::ClusterConfig& c0, const pb::ClusterConfig& c1, uint64_t e0, uint64_t e1,
+                      uint64_t recovered0 = 0, uint64_t recovered1 = 0, bool log1 = true) {
+    const uint64_t recovered[2] = {recovered0, recovered1};
     const pb::ClusterConfig* cs[2] = {&c0, &c1};
     const uint64_t es[2] = {e0, e1};
     for (uint32_t i = 0; i < 2; ++i) {
@@ -83,6 +90,7 @@ struct Pair {
       net[i] = std::move(*n);
       net[i]->SetHandler(&rec[i]);
       net[i]->RegisterReceiver(i, &rec[i]);
+      if (i == 0 || log1) net[i]->SetRecoveredEpoch(recovered[i]);
     }
     for (auto& n : net) n->Start();
     return absl::OkStatus();
@@ -99,6 +107,81 @@ TEST(ZmqPeerNet, HandshakeAgreesOnOneStartTime) {
   ASSERT_TRUE(s1.ok()) << s1.status();
   EXPECT_EQ(*s0, *s1);
   EXPECT_GT(*s0, WallClockMicros() - 10'000'000);
+}
+
+TEST(ZmqPeerNet, AgreesOnTheSmallestRecoveredEpochAndCarriesTheDurableEpoch) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000, 17, 12).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  EXPECT_EQ(*p.net[0]->resume_epoch(), 12u);
+  EXPECT_EQ(*p.net[1]->resume_epoch(), 12u);
+  // The durable epoch rides on any message; the receiver hears each rise once.
+  p.net[0]->SetDurableEpoch(13);
+  pb::Batch b;
+  b.set_sequencer_id(0);
+  b.set_epoch(14);
+  p.net[0]->SendBatch(1, b);
+  p.net[0]->SendBatch(1, b);
+  p.net[0]->SetDurableEpoch(14);
+  p.net[0]->SendResult(1, pb::TxnResult());
+  for (int i = 0; i < 500 && p.rec[1].total() < 3; ++i) std::this_thread::sleep_for(milliseconds(10));
+  std::lock_guard<std::mutex> l(p.rec[1].mu);
+  EXPECT_EQ(p.rec[1].durable, (std::vector<std::pair<uint32_t, uint64_t>>{{0, 13}, {0, 14}}));
+}
+
+TEST(ZmqPeerNet, ANodeWithoutALogOrWithAnEmptyOneIsRefusedRatherThanTruncating) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  {
+    Pair p;  // node 1 runs without --data_dir
+    ASSERT_TRUE(p.Create(c, c, 1000, 1000, 17, 0, /*log1=*/false).ok());
+    ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+    auto r = p.net[0]->resume_epoch();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_NE(r.status().message().find("node 1 runs without an input log"), std::string::npos) << r.status();
+  }
+  {
+    Pair p;  // node 1 lost its disk: an empty log while node 0 holds 1..17
+    ASSERT_TRUE(p.Create(c, c, 1000, 1000, 17, 0).ok());
+    ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+    ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+    auto r = p.net[0]->resume_epoch();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_NE(r.status().message().find("node 1 reports an empty input log"), std::string::npos) << r.status();
+    EXPECT_EQ(*p.net[1]->resume_epoch(), 0u) << "node 1 has nothing to truncate";
+  }
+  {
+    Pair p;  // both fresh
+    ASSERT_TRUE(p.Create(c, c, 1000, 1000, 0, 0).ok());
+    ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+    EXPECT_EQ(*p.net[0]->resume_epoch(), 0u);
+  }
+}
+
+TEST(ZmqPeerNet, TheDurableEpochTravelsAloneWhenNothingElseIsSentAndAtStop) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  p.net[0]->SetDurableEpoch(5);  // no batch, no result: a stamp of its own
+  auto heard = [&](uint64_t e) {
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard<std::mutex> l(p.rec[1].mu);
+        if (!p.rec[1].durable.empty() && p.rec[1].durable.back().second == e) return true;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  };
+  EXPECT_TRUE(heard(5));
+  EXPECT_EQ(p.net[1]->stats().dropped, 0u) << "a stamp alone is not a bad frame";
+  // At Stop the last durable epoch is sent even if it rose an instant before.
+  p.net[0]->SetDurableEpoch(9);
+  p.net[0]->Stop();
+  EXPECT_TRUE(heard(9));
 }
 
 TEST(ZmqPeerNet, NodesWithDifferentConfigsRefuseEachOther) {

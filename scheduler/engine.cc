@@ -45,6 +45,16 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     if (!s.ok()) return s.status();
     e->schedulers_[p] = std::move(*s);
   }
+  if (!options.log.dir.empty()) {
+    Engine* self = e.get();
+    e->stage_ = std::make_unique<LogStage>(
+        options.log, options.peers != nullptr ? options.peers->num_nodes() : 1,
+        options.peers != nullptr ? options.peers->node_id() : 0, options.peers, options.peers != nullptr,
+        [self](std::shared_ptr<const pb::Batch> b) { self->EnqueueLocal(b); },
+        [self](const pb::TxnResult& r) { self->DeliverNow(r); },
+        [self](const absl::Status& s) { self->OnLogFailure(s); });
+  }
+  // Last: a peer batch may arrive at once and must find the log stage.
   if (options.peers != nullptr) options.peers->SetHandler(e.get());
   return e;
 }
@@ -80,7 +90,7 @@ uint64_t Engine::RegisterClient(TxnClient* client) {
   return clients_.size();  // ids start at 1; 0 means "no client"
 }
 
-absl::Status Engine::Start(uint64_t start_us) {
+absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epoch) {
   if (started_) return absl::FailedPreconditionError("engine already started");
   const PartitionId first = local_[0];
   for (PartitionId p : local_) {
@@ -94,6 +104,16 @@ absl::Status Engine::Start(uint64_t start_us) {
   }
   started_ = true;
   for (PartitionId p : local_) schedulers_[p]->Start();
+  if (stage_ != nullptr) {
+    absl::Status s = ReplayLog(resume_epoch);
+    if (!s.ok()) {
+      stopped_ = true;
+      accepting_.store(false, std::memory_order_release);
+      (void)stage_->Close();  // no writer callbacks into a half-started engine
+      for (PartitionId p : local_) schedulers_[p]->Stop();
+      return s;
+    }
+  }
   sequencer_->Start(start_us);
   accepting_.store(true, std::memory_order_release);
   return absl::OkStatus();
@@ -134,6 +154,10 @@ absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
   while (!drained() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   for (PartitionId p : local_) schedulers_[p]->Stop();
+  if (stage_ != nullptr) {
+    absl::Status s = stage_->Close();
+    if (!s.ok()) return s;
+  }
   const uint64_t open = submitted_.load() - replied_.load();
   if (open != 0) return absl::DeadlineExceededError(absl::StrCat(open, " txns still running at stop"));
   for (PartitionId p : local_)
@@ -181,10 +205,18 @@ absl::Status Engine::Admit(size_t n) {
   return absl::OkStatus();
 }
 
+absl::Status Engine::NotAccepting() const {
+  {
+    std::lock_guard<std::mutex> l(log_error_mu_);
+    if (!log_error_.ok()) return log_error_;  // the input log failed: its error, not "not ready"
+  }
+  return absl::UnavailableError("not accepting txns: node not ready yet, or stopping");
+}
+
 absl::Status Engine::Submit(pb::Txn txn) {
   if (!accepting_.load(std::memory_order_acquire)) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
-    return absl::UnavailableError("not accepting txns: node not ready yet, or stopping");
+    return NotAccepting();
   }
   if (options_.peers != nullptr) txn.set_origin_node(options_.peers->node_id());
   absl::Status s = Validate(txn);
@@ -204,7 +236,7 @@ absl::Status Engine::SubmitChecked(std::vector<pb::Txn>* txns) { return SubmitGr
 absl::Status Engine::SubmitGroup(std::vector<pb::Txn>* txns, bool validate) {
   if (!accepting_.load(std::memory_order_acquire)) {
     rejected_.fetch_add(txns->size(), std::memory_order_relaxed);
-    return absl::UnavailableError("not accepting txns: node not ready yet, or stopping");
+    return NotAccepting();
   }
   for (pb::Txn& t : *txns) {
     if (options_.peers != nullptr) t.set_origin_node(options_.peers->node_id());
@@ -239,12 +271,7 @@ void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
       outgoing_[n].set_sequencer_id(batch->sequencer_id());
       outgoing_[n].set_epoch(batch->epoch());
     }
-    {
-      // Before any peer can see the batch: results that may come back.
-      std::lock_guard<std::mutex> l(awaiting_mu_);
-      for (const pb::Txn& t : batch->txns())
-        if (peers->NodeOf(ExecutorsOf(t)[0]) != self) awaiting_.insert(t.id());
-    }
+    ExpectResults(*batch);  // before any peer can see the batch
     std::vector<bool> to(outgoing_.size());
     for (const pb::Txn& t : batch->txns()) {
       std::fill(to.begin(), to.end(), false);
@@ -255,7 +282,17 @@ void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
     for (uint32_t n = 0; n < outgoing_.size(); ++n)
       if (n != self) peers->SendBatch(n, outgoing_[n]);
   }
-  EnqueueLocal(batch);
+  if (stage_ != nullptr) {
+    stage_->Add(std::move(batch));  // logs it; executes it now or once durable
+  } else {
+    EnqueueLocal(batch);
+  }
+}
+
+void Engine::ExpectResults(const pb::Batch& batch) {
+  std::lock_guard<std::mutex> l(awaiting_mu_);
+  for (const pb::Txn& t : batch.txns())
+    if (options_.peers->NodeOf(ExecutorsOf(t)[0]) != options_.peers->node_id()) awaiting_.insert(t.id());
 }
 
 void Engine::EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch) {
@@ -304,7 +341,11 @@ void Engine::OnPeerBatch(std::shared_ptr<pb::Batch> batch) {
     LOG_EVERY_N(ERROR, 100) << "dropping a bad batch from node " << batch->sequencer_id() << ": " << s;
     return;
   }
-  EnqueueLocal(batch);
+  if (stage_ != nullptr) {
+    stage_->Add(std::move(batch));
+  } else {
+    EnqueueLocal(batch);
+  }
 }
 
 void Engine::OnTxnResult(const pb::Txn& txn, pb::TxnResult result) {
@@ -319,6 +360,12 @@ void Engine::OnPeerResult(const pb::TxnResult& result) {
   {
     std::lock_guard<std::mutex> l(awaiting_mu_);
     if (awaiting_.erase(result.txn_id()) == 0) {
+      if (early_results_open_ && early_results_.size() < kMaxEarlyResults) {
+        // A peer replaying its log may answer before our replay noted what
+        // it awaits (engine_recovery.cc).
+        early_results_.push_back(result);
+        return;
+      }
       bad_peer_results_.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(ERROR, 100) << "dropping a result for txn " << result.txn_id() << ", which is not awaited here";
       return;
@@ -328,6 +375,14 @@ void Engine::OnPeerResult(const pb::TxnResult& result) {
 }
 
 void Engine::Deliver(const pb::TxnResult& result) {
+  if (stage_ != nullptr) {
+    stage_->Hold(result);  // DeliverNow once its epoch is durable on every node
+  } else {
+    DeliverNow(result);
+  }
+}
+
+void Engine::DeliverNow(const pb::TxnResult& result) {
   if (options_.results != nullptr) {
     options_.results->OnResult(result);
   } else {
@@ -453,6 +508,12 @@ EngineStats Engine::stats() const {
   s.bad_peer_batches = bad_peer_batches_.load();
   s.bad_peer_results = bad_peer_results_.load();
   s.epochs = sequencer_->epochs_closed();
+  if (stage_ != nullptr) {
+    s.durable_epoch = stage_->durable_epoch();
+    s.durable_watermark = stage_->watermark();
+    s.held_replies = stage_->held();
+  }
+  s.replayed_txns = replayed_.load();
   for (PartitionId p : local_) s.partitions.push_back(schedulers_[p]->stats());
   return s;
 }

@@ -10,10 +10,19 @@
 //   store(p) -> RegisterClient(c) -> Start() -> Submit()... -> Stop()
 //
 // INPUT:  Submit/SubmitMany from client threads (validated before sequencing);
-//         cluster mode: PeerHandler::OnPeerBatch/OnPeerResult from the network.
+//         cluster mode: PeerHandler::OnPeerBatch/OnPeerResult/OnPeerDurable
+//         from the network.
 // OUTPUT: TxnClient::OnResult once per accepted txn, on a worker thread (or
-//         the network thread, for a txn coordinated by another node);
+//         the network thread, for a txn coordinated by another node; with
+//         the input log, the thread that made its epoch durable everywhere);
 //         cluster mode: PeerLink::SendBatch of every epoch to every other node.
+//
+// Durability (options.log.dir set; scheduler/log_stage.h): every batch the
+// schedulers execute is appended to the input log; results leave only once
+// their epoch is durable on every node; Start() first replays the log (the
+// replayed txns' results go to the clients again: the client endpoint
+// rebuilds its exactly-once table from them) and the sequencer continues
+// after it.
 //
 // Thread-safety: Submit* are thread-safe; the rest belongs to one owner thread.
 #ifndef DETDB_SCHEDULER_ENGINE_H_
@@ -24,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +42,7 @@
 #include "common/partitioner.h"
 #include "lockmgr/lock_manager.h"
 #include "proto/detdb.pb.h"
+#include "scheduler/log_stage.h"
 #include "scheduler/peer_link.h"
 #include "scheduler/procedure.h"
 #include "scheduler/scheduler.h"
@@ -70,11 +81,19 @@ struct EngineOptions {
   // Optional extra check of every key before sequencing (e.g. that a row
   // exists in the workload's key space); its error is the client's.
   std::function<absl::Status(Key)> key_check;
+  // The input log (log.dir empty: none; replies as soon as executed).
+  LogStageOptions log;
+  // Called once (on the thread that saw it) when the log fails: the engine
+  // stops accepting and never replies again; the node must stop.
+  std::function<void(const absl::Status&)> on_log_failure;
 };
 
 struct EngineStats {
   uint64_t submitted = 0, replied = 0, rejected = 0, epochs = 0;
   uint64_t bad_peer_batches = 0, bad_peer_results = 0;  // cluster mode: dropped peer input
+  uint64_t durable_epoch = 0, durable_watermark = 0;     // input log: here, on every node
+  uint64_t held_replies = 0;                             // results waiting for durability
+  uint64_t replayed_txns = 0;                            // from the log at Start
   std::vector<SchedulerStats> partitions;
 };
 
@@ -102,7 +121,20 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // difference could make them disagree on a txn.
   // start_us: cluster mode, the wall-clock time the sequencers agreed on
   // (see SequencerOptions::start_us); 0 in one process.
-  absl::Status Start(uint64_t start_us = 0);
+  // With the input log: recovers it (RecoverLog, if not called yet),
+  // replays epochs 1 .. resume_epoch (default: the log's last complete
+  // epoch; a cluster passes the smallest of all nodes', see
+  // ZmqPeerNet::resume_epoch) and waits until their results are out, then
+  // starts the sequencer at resume_epoch + 1.
+  absl::Status Start(uint64_t start_us = 0, std::optional<uint64_t> resume_epoch = std::nullopt);
+  // Checks the input log and trims a torn tail; returns its last complete
+  // epoch. DataLoss / FailedPrecondition (naming the file and offset) when
+  // the node must refuse to start. REQUIRES: options.log.dir set, before Start.
+  absl::StatusOr<uint64_t> RecoverLog();
+  bool logging() const { return stage_ != nullptr; }
+  // True while Start() replays the log (results then are the log's, again).
+  bool replaying() const { return replaying_.load(std::memory_order_acquire); }
+  bool log_failed() const { return stage_ != nullptr && stage_->failed(); }
   bool started() const { return accepting_.load(std::memory_order_acquire); }
   // Stops accepting, waits until every accepted txn has been answered (up to
   // drain_timeout), then stops every thread. Returns DeadlineExceeded if
@@ -166,8 +198,17 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // PeerHandler (network thread, cluster mode).
   void OnPeerBatch(std::shared_ptr<pb::Batch> batch) override;
   void OnPeerResult(const pb::TxnResult& result) override;
+  void OnPeerDurable(uint32_t node, uint64_t epoch) override;
 
  private:
+  // Start's part with the input log (engine_recovery.cc): replay, wait.
+  absl::Status ReplayLog(std::optional<uint64_t> resume_epoch);
+  void OnLogFailure(const absl::Status& s);
+  // Why Submit refuses: the log's error once it failed, else Unavailable.
+  absl::Status NotAccepting() const;
+  // Cluster mode: note the results of batch's txns another node coordinates.
+  void ExpectResults(const pb::Batch& batch);
+  void DeliverNow(const pb::TxnResult& result);
   Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures);
   absl::Status Validate(const pb::Txn& txn) const;
   absl::Status Admit(size_t n);
@@ -187,6 +228,11 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::unique_ptr<InProcessTransport> transport_;         // one process only
   std::vector<std::unique_ptr<Scheduler>> schedulers_;    // by partition; nullptr if not local
   std::unique_ptr<Sequencer> sequencer_;
+  std::unique_ptr<LogStage> stage_;                       // null without the input log
+  bool log_recovered_ = false;
+  uint64_t log_epoch_ = 0;  // RecoverLog's result
+  std::atomic<uint64_t> replayed_{0};
+  std::atomic<bool> replaying_{false};
   std::vector<TxnClient*> clients_;
   bool started_ = false, stopped_ = false;
   std::atomic<bool> accepting_{false};
@@ -197,8 +243,15 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0}, bad_peer_batches_{0}, bad_peer_results_{0};
   // Cluster mode: ids of txns submitted here whose coordinator is on another
   // node; a peer's result for any other id is dropped.
+  mutable std::mutex log_error_mu_;
+  absl::Status log_error_;  // guarded by log_error_mu_: the input log's failure
   std::mutex awaiting_mu_;
   absl::flat_hash_set<TxnId> awaiting_;  // guarded by awaiting_mu_
+  // With the input log, until replay noted the results it awaits: peer
+  // results not (yet) awaited are kept, at most kMaxEarlyResults.
+  static constexpr size_t kMaxEarlyResults = 1u << 20;
+  bool early_results_open_ = false;             // guarded by awaiting_mu_
+  std::vector<pb::TxnResult> early_results_;    // guarded by awaiting_mu_
   mutable std::mutex history_mu_;
   std::vector<std::shared_ptr<const pb::Batch>> history_;  // guarded by history_mu_
 };

@@ -23,6 +23,10 @@ class InProcessPeerHub::Link final : public PeerLink {
   void SendResult(uint32_t node, const pb::TxnResult& result) override {
     hub_->links_.at(node)->handler_->OnPeerResult(result);
   }
+  void SetDurableEpoch(uint64_t epoch) override {
+    for (const auto& l : hub_->links_)
+      if (l.get() != this) l->handler_->OnPeerDurable(node_, epoch);
+  }
 
  private:
   InProcessPeerHub* const hub_;

@@ -32,6 +32,9 @@ class PeerHandler {
   virtual void OnPeerBatch(std::shared_ptr<pb::Batch> batch) = 0;
   // INPUT: the result of a txn that one of this node's clients submitted.
   virtual void OnPeerResult(const pb::TxnResult& result) = 0;
+  // INPUT: node's durable epoch (its input log holds every epoch up to it),
+  // carried on its messages; never decreasing per node.
+  virtual void OnPeerDurable(uint32_t node, uint64_t epoch) = 0;
 };
 
 // Transport::Send delivers to a local partition's receiver directly and to a
@@ -45,6 +48,9 @@ class PeerLink : public Transport {
   // REQUIRES: node != node_id().
   virtual void SendBatch(uint32_t node, const pb::Batch& batch) = 0;
   virtual void SendResult(uint32_t node, const pb::TxnResult& result) = 0;
+  // This node's durable epoch, for every peer (PeerHandler::OnPeerDurable
+  // there); the ZeroMQ link carries it on every message it sends.
+  virtual void SetDurableEpoch(uint64_t epoch) = 0;
 };
 
 // Connects the engines of several nodes inside one process: every message is

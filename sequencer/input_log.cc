@@ -187,7 +187,7 @@ absl::StatusOr<std::unique_ptr<InputLogWriter>> InputLogWriter::Open(const Input
 InputLogWriter::~InputLogWriter() { (void)Close(); }
 
 absl::Status InputLogWriter::Append(uint64_t epoch, uint32_t sequencer_id, std::string_view payload,
-                                    bool epoch_end) {
+                                    bool epoch_end, bool lazy) {
   if (epoch == 0) return absl::InvalidArgumentError("input log: epoch 0 (epochs start at 1)");
   if (payload.size() > options_.max_payload_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("input log: payload of ", payload.size(),
@@ -221,8 +221,14 @@ absl::Status InputLogWriter::Append(uint64_t epoch, uint32_t sequencer_id, std::
     last_epoch_ended_ = epoch_end;
     last_epoch_by_sequencer_[sequencer_id] = epoch;
     queued_bytes_ += p.bytes.size();
+    if (queue_.empty()) oldest_lazy_ = std::chrono::steady_clock::now();
     queue_.push_back(std::move(p));
     ++appended_;
+    if (!lazy || options_.lazy_sync.count() == 0) {
+      ++urgent_;
+    } else if (queue_.size() > 1) {
+      return absl::OkStatus();  // the writer already waits for the group's deadline
+    }
   }
   work_cv_.notify_one();
   return absl::OkStatus();
@@ -231,7 +237,10 @@ absl::Status InputLogWriter::Append(uint64_t epoch, uint32_t sequencer_id, std::
 absl::Status InputLogWriter::Flush() {
   std::unique_lock<std::mutex> l(mu_);
   const uint64_t target = appended_;
+  ++flush_waiters_;
+  work_cv_.notify_one();
   durable_cv_.wait(l, [&] { return done_ >= target || failed_; });
+  --flush_waiters_;
   return status_;
 }
 
@@ -256,9 +265,14 @@ void InputLogWriter::Run() {
   for (;;) {
     work_cv_.wait(l, [&] { return !queue_.empty() || closing_; });
     if (queue_.empty()) break;  // closing, everything written
+    // Only lazy records queued: wait for a non-lazy one, a Flush, Close or
+    // the deadline of the oldest (idle epochs cost one sync per lazy_sync).
+    const auto deadline = oldest_lazy_ + options_.lazy_sync;
+    work_cv_.wait_until(l, deadline, [&] { return urgent_ > 0 || flush_waiters_ > 0 || closing_; });
     std::deque<Pending> group;
     group.swap(queue_);
     queued_bytes_ = 0;
+    urgent_ = 0;
     l.unlock();
     absl::Status s = WriteGroup(group);
     l.lock();
@@ -315,6 +329,7 @@ absl::Status InputLogWriter::WriteGroup(const std::deque<Pending>& group) {
     if (absl::Status s = file_->Append(p.bytes); !s.ok()) return s;
     segment_last_epoch_ = p.epoch;
   }
+  if (options_.crash_hook) options_.crash_hook("log_written");
   if (options_.sync_mode == LogSyncMode::kFsync) return file_->Sync();
   return absl::OkStatus();
 }

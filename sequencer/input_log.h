@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -181,6 +182,17 @@ using RecordVisitor = std::function<absl::Status(const RecordLocation&, const Lo
 absl::StatusOr<RecoveryResult> RecoverInputLog(const std::string& dir, const RecoveryOptions& options,
                                                const RecordVisitor& visitor = nullptr);
 
+// Cuts the log after epoch `last_epoch`: the first record of a later epoch
+// and everything after it are removed, crash-safely: the later segments
+// are removed from the last backwards and the directory synced before the
+// cut segment is truncated (a crash between any two steps leaves a shorter
+// log without an epoch gap; running it again finishes the cut). For a cluster restart, where every node
+// resumes at the epoch all nodes have durable and drops what only it has
+// (nothing of it was acknowledged). Run RecoverInputLog first (it refuses
+// damage); returns what RecoverInputLog returns for the shortened log.
+absl::StatusOr<RecoveryResult> TruncateInputLogAfter(const std::string& dir, uint64_t last_epoch,
+                                                     const RecoveryOptions& options);
+
 // Every record of the log (read-only), for tests and tools.
 absl::StatusOr<std::vector<LogRecord>> ReadInputLog(const std::string& dir, RecoveryOptions options);
 
@@ -205,11 +217,21 @@ struct InputLogOptions {
   uint64_t build_id = 0;
   uint32_t max_payload_bytes = 64u << 20;
   uint64_t max_queued_bytes = 256ull << 20; // Append refuses beyond (ResourceExhausted)
+  // Records appended with lazy = true (nothing waits on them: an idle
+  // epoch's empty batch) are written and synced with the next non-lazy
+  // record, at Flush/Close, or once the oldest of them has waited this long,
+  // whichever comes first; durable_epoch() only rises when they are synced.
+  // 0: every record is written and synced at once.
+  std::chrono::microseconds lazy_sync{0};
   // Called on the writer thread after each group that advanced
   // durable_epoch(), with the new value. Must not call Close().
   std::function<void(uint64_t durable_epoch)> on_durable;
   // Called once on the writer thread when a write or sync fails.
   std::function<void(const absl::Status&)> on_failure;
+  // Crash-point hook (tests): called on the writer thread with
+  // "log_written" after a group's records are written and before its
+  // fdatasync. It may end the process.
+  std::function<void(std::string_view point)> crash_hook;
 };
 
 // Thread-safety: Append, Flush, durable_epoch and status are thread-safe;
@@ -235,7 +257,9 @@ class InputLogWriter {
   // InvalidArgument if it would break I1-I3 or the payload is over
   // max_payload_bytes; ResourceExhausted if max_queued_bytes are queued; the
   // sticky error after a failure; FailedPrecondition after Close.
-  absl::Status Append(uint64_t epoch, uint32_t sequencer_id, std::string_view payload, bool epoch_end = true);
+  // lazy: see InputLogOptions::lazy_sync.
+  absl::Status Append(uint64_t epoch, uint32_t sequencer_id, std::string_view payload, bool epoch_end = true,
+                      bool lazy = false);
 
   // Every record of every epoch <= durable_epoch() is durable: the highest
   // epoch whose epoch_end record is durable (0: none yet).
@@ -279,6 +303,9 @@ class InputLogWriter {
   std::map<uint32_t, uint64_t> last_epoch_by_sequencer_;  // guarded by mu_
   uint64_t appended_ = 0;               // records, guarded by mu_
   uint64_t done_ = 0;                   // records durable or dropped by a failure, guarded by mu_
+  uint64_t urgent_ = 0;                 // non-lazy records in queue_, guarded by mu_
+  uint64_t flush_waiters_ = 0;          // guarded by mu_
+  std::chrono::steady_clock::time_point oldest_lazy_;  // of queue_'s first record, guarded by mu_
   bool failed_ = false;                 // the failure was reported (on_failure ran), guarded by mu_
   std::atomic<uint64_t> durable_epoch_{0};
   std::atomic<uint64_t> groups_{0};

@@ -145,6 +145,57 @@ absl::StatusOr<RecoveryResult> RecoverInputLog(const std::string& dir, const Rec
   return result;
 }
 
+absl::StatusOr<RecoveryResult> TruncateInputLogAfter(const std::string& dir, uint64_t last_epoch,
+                                                     const RecoveryOptions& options) {
+  FileSystem* fs = options.fs != nullptr ? options.fs : PosixFileSystem();
+  RecoveryOptions o = options;
+  o.trim_torn_tail = true;
+  // The first record after last_epoch: its segment and offset.
+  std::string cut_segment;
+  uint64_t cut_offset = 0;
+  auto r = RecoverInputLog(dir, o, [&](const RecordLocation& at, const LogRecordView& v) {
+    if (cut_segment.empty() && v.header.epoch > last_epoch) {
+      cut_segment = at.segment;
+      cut_offset = at.offset;
+    }
+    return absl::OkStatus();
+  });
+  if (!r.ok()) return r.status();
+  if (cut_segment.empty()) return r;  // nothing after last_epoch
+  // Crash-safe order: a crash at any step must leave a log without an epoch
+  // gap. The segments after the cut go first, from the last backwards (a
+  // crash leaves a shorter, gap-free log), the directory is synced, and only
+  // then is the cut segment truncated (or removed when the cut is at its
+  // start), and the directory synced again.
+  std::vector<std::string> later;
+  bool after = false;
+  for (const SegmentInfo& seg : r->segments) {
+    if (seg.removed) continue;
+    if (seg.name == cut_segment) {
+      after = true;
+    } else if (after) {
+      later.push_back(JoinPath(dir, seg.name));
+    }
+  }
+  for (auto it = later.rbegin(); it != later.rend(); ++it) {
+    LOG(WARNING) << "input log " << *it << ": removed, after epoch " << last_epoch;
+    if (absl::Status s = fs->Remove(*it); !s.ok()) return s;
+  }
+  if (!later.empty()) {
+    if (absl::Status s = fs->SyncDir(dir); !s.ok()) return s;
+  }
+  const std::string path = JoinPath(dir, cut_segment);
+  LOG(WARNING) << "input log " << path << ": dropping everything after epoch " << last_epoch << " (offset "
+               << cut_offset << "): not durable on every node";
+  if (cut_offset == 0) {
+    if (absl::Status s = fs->Remove(path); !s.ok()) return s;
+  } else if (absl::Status s = fs->Truncate(path, cut_offset); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = fs->SyncDir(dir); !s.ok()) return s;
+  return RecoverInputLog(dir, o);
+}
+
 absl::StatusOr<std::vector<LogRecord>> ReadInputLog(const std::string& dir, RecoveryOptions options) {
   options.trim_torn_tail = false;
   std::vector<LogRecord> out;

@@ -8,7 +8,20 @@
 namespace detdb {
 
 Sequencer::Sequencer(const SequencerOptions& options, const Partitioner* partitioner, BatchSink* sink)
-    : options_(options), sink_(sink), batcher_(options.sequencer_id, partitioner, 1, 1, options.id_scheme) {}
+    : options_(options),
+      sink_(sink),
+      partitioner_(partitioner),
+      batcher_(std::make_unique<EpochBatcher>(options.sequencer_id, partitioner, options.first_epoch,
+                                              options.first_id, options.id_scheme)),
+      epochs_closed_(options.first_epoch - 1) {}
+
+void Sequencer::ResumeAt(uint64_t first_epoch, TxnId first_id) {
+  CHECK(!thread_.joinable()) << "ResumeAt after Start";
+  CHECK_GE(first_epoch, 1u);
+  batcher_ = std::make_unique<EpochBatcher>(options_.sequencer_id, partitioner_, first_epoch, first_id,
+                                            options_.id_scheme);
+  epochs_closed_.store(first_epoch - 1, std::memory_order_relaxed);
+}
 
 Sequencer::~Sequencer() { Stop(); }
 
@@ -63,17 +76,17 @@ void Sequencer::CloseEpoch() {
   }
   size_t i = 0;
   for (; i < taken_.size(); ++i)
-    if (!batcher_.Add(&taken_[i])) break;
+    if (!batcher_->Add(&taken_[i])) break;
   for (; i < taken_.size(); ++i) carry_.push_back(std::move(taken_[i]));
   taken_.clear();
-  sink_->OnBatch(batcher_.Close());
+  sink_->OnBatch(batcher_->Close());
   epochs_closed_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Sequencer::Run() {
   const auto epoch = std::chrono::microseconds(options_.epoch_us);
   if (start_us_ != 0) {
-    // Wall-clock aligned: epoch e closes at start_us + e * epoch_us.
+    // Wall-clock aligned: the k-th epoch closes at start_us + k * epoch_us.
     using WallClock = std::chrono::system_clock;
     const WallClock::time_point start{std::chrono::microseconds(start_us_)};
     for (uint64_t e = 1;; ++e) {

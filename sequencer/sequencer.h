@@ -44,6 +44,12 @@ struct SequencerOptions {
   // skips an epoch number). 0: epochs follow this process's steady clock.
   uint64_t start_us = 0;
   EpochBatcher::IdScheme id_scheme = EpochBatcher::IdScheme::kDense;
+  // The first epoch and (kDense) the first txn id: a node that recovered
+  // its input log up to epoch E continues at E + 1 with the ids after the
+  // log's last. With start_us set, epoch first_epoch - 1 + k closes at
+  // start_us + k * epoch_us.
+  uint64_t first_epoch = 1;
+  TxnId first_id = 1;
 };
 
 class Sequencer {
@@ -54,6 +60,9 @@ class Sequencer {
 
   // start_us: see SequencerOptions::start_us (overrides it when nonzero).
   void Start(uint64_t start_us = 0);
+  // REQUIRES: before Start. Overrides SequencerOptions::first_epoch and
+  // first_id (a node continuing after its recovered input log).
+  void ResumeAt(uint64_t first_epoch, TxnId first_id);
   // Closes a last epoch holding everything submitted so far, then stops.
   // Submissions after Stop() are refused.
   void Stop();
@@ -63,6 +72,7 @@ class Sequencer {
   // Queues every txn of *txns (in order) and clears it; all or none.
   absl::Status SubmitMany(std::vector<pb::Txn>* txns);
 
+  // The last epoch closed (first_epoch - 1 before any).
   uint64_t epochs_closed() const { return epochs_closed_.load(std::memory_order_relaxed); }
   // The epoch now open (the next batch's epoch).
   uint64_t open_epoch() const { return epochs_closed() + 1; }
@@ -74,7 +84,8 @@ class Sequencer {
   const SequencerOptions options_;
   uint64_t start_us_ = 0;  // set by Start, read by the sequencer thread
   BatchSink* const sink_;
-  EpochBatcher batcher_;  // sequencer thread only
+  const Partitioner* const partitioner_;
+  std::unique_ptr<EpochBatcher> batcher_;  // sequencer thread only (after Start)
 
   std::mutex mu_;
   std::condition_variable cv_;

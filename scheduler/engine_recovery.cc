@@ -1,0 +1,107 @@
+// Engine's input-log part: recovery and replay at Start, the peers' durable
+// epochs, the log's failure. See scheduler/log_stage.h and docs/DURABILITY.md.
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "scheduler/engine.h"
+
+namespace detdb {
+
+absl::StatusOr<uint64_t> Engine::RecoverLog() {
+  if (stage_ == nullptr) return absl::FailedPreconditionError("no input log configured");
+  if (options_.peers != nullptr) {
+    std::lock_guard<std::mutex> l(awaiting_mu_);
+    early_results_open_ = true;  // until ReplayLog notes what it awaits
+  }
+  auto e = stage_->Recover();
+  if (!e.ok()) return e.status();
+  log_recovered_ = true;
+  log_epoch_ = *e;
+  return *e;
+}
+
+absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch) {
+  if (!log_recovered_) {
+    auto e = RecoverLog();
+    if (!e.ok()) return e.status();
+  }
+  const uint64_t resume = resume_epoch.value_or(log_epoch_);
+  replaying_.store(true, std::memory_order_release);
+  struct Done {
+    std::atomic<bool>* flag;
+    ~Done() { flag->store(false, std::memory_order_release); }
+  } done_replaying{&replaying_};
+  const auto t0 = std::chrono::steady_clock::now();
+  // Only replayed txns are answered during replay (txns submitted before
+  // Start in one process wait in the sequencer, which starts after it).
+  const uint64_t replied_before = replied_.load();
+  auto in = stage_->Open(resume);
+  if (!in.ok()) {
+    (void)stage_->Close();  // no writer callbacks into a half-started engine
+    return in.status();
+  }
+  const uint32_t self = options_.peers != nullptr ? options_.peers->node_id() : 0;
+  uint64_t own = 0, total = 0;
+  for (const auto& b : in->batches) {
+    total += b->txns_size();
+    if (b->sequencer_id() == self) {
+      // Answered here, as when they were first submitted.
+      own += b->txns_size();
+      if (options_.peers != nullptr) ExpectResults(*b);
+    } else if (absl::Status s = CheckPeerBatch(b.get()); !s.ok()) {
+      return absl::DataLossError(absl::StrCat("input log ", options_.log.dir, ": logged batch of node ",
+                                              b->sequencer_id(), " epoch ", b->epoch(), ": ", s.message()));
+    }
+  }
+  submitted_.fetch_add(own, std::memory_order_acq_rel);
+  // Results that peers sent before the expectations above existed.
+  std::vector<pb::TxnResult> early;
+  {
+    std::lock_guard<std::mutex> l(awaiting_mu_);
+    early_results_open_ = false;
+    early.swap(early_results_);
+  }
+  for (const pb::TxnResult& r : early) OnPeerResult(r);
+  replayed_.store(total, std::memory_order_relaxed);
+  for (const auto& b : in->batches) EnqueueLocal(b);
+  in->batches.clear();
+  // Wait until every replayed txn is released and answered (the replies
+  // rebuild the clients' exactly-once tables before anything new is taken).
+  const auto deadline = t0 + std::chrono::hours(1);
+  for (;;) {
+    bool done = merged_epoch() > resume && replied_.load() - replied_before >= own;
+    for (PartitionId p : local_) done = done && schedulers_[p]->Idle();
+    if (done) break;
+    if (stage_->failed()) {
+      (void)stage_->Close();
+      return absl::InternalError("input log failed during replay");
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      return absl::DeadlineExceededError(absl::StrCat("replay of the input log up to epoch ", resume,
+                                                      " not finished after an hour: merged ", merged_epoch()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  sequencer_->ResumeAt(resume + 1, options_.peers != nullptr ? 1 : in->last_id + 1);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  LOG(INFO) << "input log " << options_.log.dir << ": replayed " << total << " txns of epochs 1.." << resume
+            << " in " << ms << " ms; sequencing resumes at epoch " << resume + 1;
+  return absl::OkStatus();
+}
+
+void Engine::OnLogFailure(const absl::Status& s) {
+  {
+    std::lock_guard<std::mutex> l(log_error_mu_);
+    log_error_ = absl::UnavailableError(absl::StrCat("the input log failed, this node takes no txns: ", s.message()));
+  }
+  accepting_.store(false, std::memory_order_release);
+  LOG(ERROR) << "the input log failed (" << s << "): this engine accepts nothing more and replies no more";
+  if (options_.on_log_failure) options_.on_log_failure(s);
+}
+
+void Engine::OnPeerDurable(uint32_t node, uint64_t epoch) {
+  if (stage_ != nullptr) stage_->OnPeerDurable(node, epoch);
+}
+
+}  // namespace detdb

@@ -1,0 +1,160 @@
+// LogStage: a node's input log wired between its sequencer / the network
+// and its schedulers, and the durability gate on its replies. detdb logs
+// the input (every batch this node's schedulers execute: its own
+// sequencer's and, in a cluster, the part of every peer's batch that
+// touches its partitions), never the effects; docs/DURABILITY.md.
+//
+// INPUT:  Add(batch) for every such batch, in any order (the sequencer
+//         thread, the network thread); Hold(result) from the engine's reply
+//         path (workers, network thread); OnPeerDurable(node, epoch) from
+//         the network: a peer's durable epoch, carried on its messages;
+//         the log writer's on_durable (writer thread).
+// OUTPUT: execute(batch) once per batch: at once (execute ahead: the
+//         schedulers run an epoch as soon as it is ordered) or, with
+//         log_then_execute, once its epoch is durable here; the batches are
+//         appended to the log in merge order (epoch, sequencer), the last
+//         sequencer's record marked epoch_end.
+//         deliver(result) once the txn's epoch and every earlier one are
+//         durable on every node (the cluster durable watermark: the minimum
+//         of every node's durable epoch, since every node's input goes into
+//         every epoch). Read-only results too. PeerLink::SetDurableEpoch
+//         tells the peers ours. fatal(status) once if the log fails (a
+//         failed fsync is never retried; nothing after it is delivered).
+//
+// Recovery: Recover() checks the log (trims a torn tail, refuses other
+// damage with file and offset) and returns its last complete epoch L; a
+// cluster agrees on R = min over the nodes' L; Open(R) drops what follows
+// R, returns epochs <= R for replay, and opens the writer after them. A
+// later checkpoint can supply the start epoch and state; for now replay
+// starts at the log's first epoch.
+//
+// Thread-safety: Add, Hold, OnPeerDurable and the getters are thread-safe;
+// Recover/Open/Close from the engine's owner thread.
+#ifndef DETDB_SCHEDULER_LOG_STAGE_H_
+#define DETDB_SCHEDULER_LOG_STAGE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/types.h"
+#include "io/file_system.h"
+#include "proto/detdb.pb.h"
+#include "scheduler/peer_link.h"
+#include "sequencer/input_log.h"
+
+namespace detdb {
+
+struct LogStageOptions {
+  std::string dir;                       // empty: no log (replies as soon as executed)
+  FileSystem* fs = nullptr;              // PosixFileSystem() if null
+  LogSyncMode sync_mode = LogSyncMode::kFsync;
+  // Execution waits for the fsync (the comparison mode); default: execute
+  // ahead, only replies wait.
+  bool log_then_execute = false;
+  uint64_t segment_bytes = 64ull << 20;
+  uint64_t config_hash = 0;              // of the cluster config; 0 in one process
+  uint64_t build_id = 0;                 // 0: not checked
+  // An empty batch appended while no reply is held is logged lazily: written
+  // and synced with the next batch that has txns, or after this long (idle
+  // epochs cost one fdatasync per lazy_sync, not one per epoch). The durable
+  // epoch only counts synced records, so the gate stays exact; a reply of a
+  // peer may wait up to this long for this node's empty batches. 0: off.
+  std::chrono::microseconds lazy_sync{20000};
+  // Crash points (tests): "log_written" (writer thread, after a group's
+  // write, before its fdatasync) and "log_synced" (after the fsync, before
+  // the replies it releases leave). May end the process.
+  std::function<void(std::string_view point)> crash_hook;
+};
+
+// What Open hands back for replay.
+struct RecoveredInput {
+  uint64_t epoch = 0;   // the last epoch replayed (0: empty log)
+  TxnId last_id = 0;    // the largest txn id in it (dense ids continue after it)
+  std::vector<std::shared_ptr<pb::Batch>> batches;  // in log order
+};
+
+class LogStage {
+ public:
+  using BatchFn = std::function<void(std::shared_ptr<const pb::Batch>)>;
+  using ResultFn = std::function<void(const pb::TxnResult&)>;
+  using FatalFn = std::function<void(const absl::Status&)>;
+
+  // epoch_ids: txn ids are EpochBatcher's kEpochSequencer ids (cluster);
+  // otherwise dense ids, mapped to epochs through the batches logged.
+  // peers may be null (one process).
+  LogStage(const LogStageOptions& options, uint32_t num_sequencers, uint32_t self, PeerLink* peers,
+           bool epoch_ids, BatchFn execute, ResultFn deliver, FatalFn fatal);
+  ~LogStage();
+
+  absl::StatusOr<uint64_t> Recover();
+  // REQUIRES: Recover() ran (FailedPrecondition otherwise: Open truncates
+  // after resume_epoch); resume_epoch <= what it returned.
+  absl::StatusOr<RecoveredInput> Open(uint64_t resume_epoch);
+
+  void Add(std::shared_ptr<const pb::Batch> batch);
+  void Hold(const pb::TxnResult& result);
+  void OnPeerDurable(uint32_t node, uint64_t epoch);
+
+  uint64_t durable_epoch() const { return local_durable_.load(std::memory_order_acquire); }
+  uint64_t watermark() const { return watermark_.load(std::memory_order_acquire); }
+  uint64_t held() const;
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // Syncs what is queued and closes the writer; the log's status.
+  absl::Status Close();
+
+ private:
+  struct Pending {
+    std::shared_ptr<const pb::Batch> batch;
+    std::string payload;
+  };
+  // Returns the append error; the caller calls Fail after releasing mu_.
+  absl::Status DrainLocked();
+  void OnDurable(uint64_t epoch);
+  // Raises the watermark (and, dense ids, the id bound) and delivers what it frees.
+  void Advance(uint64_t watermark, TxnId dense_bound = 0);
+  void Fail(const absl::Status& s);
+  RecoveryOptions recovery_options() const;
+
+  const LogStageOptions options_;
+  const uint32_t num_sequencers_, self_;
+  PeerLink* const peers_;
+  const bool epoch_ids_;
+  const BatchFn execute_;
+  const ResultFn deliver_;
+  const FatalFn fatal_;
+  uint64_t recovered_epoch_ = 0;  // owner thread
+  bool recovered_ = false;        // owner thread: Recover() ran (Open refuses otherwise)
+
+  std::mutex mu_;
+  std::unique_ptr<InputLogWriter> writer_;                          // set by Open
+  std::map<std::pair<uint64_t, uint32_t>, Pending> pending_;        // guarded by mu_: not yet appended
+  std::pair<uint64_t, uint32_t> next_{1, 0};                        // guarded by mu_: next to append
+  std::deque<std::shared_ptr<const pb::Batch>> to_execute_;         // guarded by mu_: log_then_execute
+  std::vector<uint64_t> durable_;                                   // guarded by mu_: by node
+  TxnId last_id_ = 0;                                               // guarded by mu_ (dense ids)
+  bool closed_ = false;                                             // guarded by mu_: Add drops batches
+  std::deque<std::pair<uint64_t, TxnId>> epoch_last_id_;            // guarded by mu_ (dense ids)
+
+  mutable std::mutex gate_mu_;
+  uint64_t gate_epoch_ = 0;                // guarded by gate_mu_
+  TxnId bound_ = 0;                        // guarded by gate_mu_: ids <= bound_ may leave
+  std::vector<pb::TxnResult> held_;        // guarded by gate_mu_
+
+  std::atomic<uint64_t> local_durable_{0}, watermark_{0};
+  std::atomic<bool> failed_{false};
+};
+
+}  // namespace detdb
+
+#endif  // DETDB_SCHEDULER_LOG_STAGE_H_
