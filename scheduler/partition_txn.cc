@@ -242,7 +242,7 @@ void TxnExecutor::AddRemote(PartitionTxn* st, pb::RemoteReads* msg) {
   ++st->remote_received;
 }
 
-bool TxnExecutor::Execute(PartitionTxn* st) const {
+bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply) const {
   const pb::Txn& txn = *st->txn;
   std::string result;
   absl::Status s;
@@ -276,7 +276,7 @@ bool TxnExecutor::Execute(PartitionTxn* st) const {
     }
   }
   if (st->coordinator) {
-    pb::TxnResult r;
+    pb::TxnResult& r = *reply;
     r.set_txn_id(txn.id());
     r.set_client_id(txn.client_id());
     r.set_client_seq(txn.client_seq());
@@ -287,7 +287,6 @@ bool TxnExecutor::Execute(PartitionTxn* st) const {
       r.set_status(pb::STATUS_ABORTED);
       r.set_error(std::string(s.message()));
     }
-    replies_->OnTxnResult(txn, std::move(r));
   }
   return s.ok();
 }

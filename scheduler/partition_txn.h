@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -130,9 +131,21 @@ class TxnExecutor {
   void ReadLocal(PartitionTxn* st) const;
   void SendReads(PartitionTxn* st) const;
   static void AddRemote(PartitionTxn* st, pb::RemoteReads* msg);
-  // Runs the procedure, applies its writes if it returned OK, replies if st
-  // coordinates. Returns whether it committed (false: a deterministic abort).
-  bool Execute(PartitionTxn* st) const;
+  // Runs the procedure and applies its writes if it returned OK; if st
+  // coordinates, fills *result with the reply (else leaves it untouched).
+  // Returns whether it committed (false: a deterministic abort). A runner
+  // that counts outcomes counts them before it calls Reply, so that a client
+  // that has its reply never sees a count without its txn.
+  bool Run(PartitionTxn* st, pb::TxnResult* result) const;
+  // Sends the coordinator's reply that Run filled. REQUIRES: st->coordinator.
+  void Reply(const PartitionTxn* st, pb::TxnResult result) const { replies_->OnTxnResult(*st->txn, std::move(result)); }
+  // Run, then Reply if st coordinates.
+  bool Execute(PartitionTxn* st) const {
+    pb::TxnResult r;
+    const bool ok = Run(st, &r);
+    if (st->coordinator) Reply(st, std::move(r));
+    return ok;
+  }
 
  private:
   class ExecContext;

@@ -234,11 +234,15 @@ bool Scheduler::Process(PartitionTxn* st) {
       }
     }
   }
-  if (exec_.Execute(st)) {
+  // Counted before the reply leaves: a client holding its reply must find
+  // its txn in stats().
+  pb::TxnResult reply;
+  if (exec_.Run(st, &reply)) {
     committed_.fetch_add(1, std::memory_order_relaxed);
   } else {
     aborted_.fetch_add(1, std::memory_order_relaxed);
   }
+  if (st->coordinator) exec_.Reply(st, std::move(reply));
   return true;
 }
 

@@ -37,7 +37,11 @@
 // scheduler_core.h and partition_txn.h; this class is its threaded runner:
 // the threads, the queues between them, who sleeps and who wakes whom, and
 // the mutex that guards each part of the core (in_mu_: the merger; lm_mu_:
-// the lock side; remote_mu_: the parked txns).
+// the lock side; remote_mu_: the parked txns). Lock order: lm_mu_ before
+// in_mu_ (the core takes its input under lm_mu_); remote_mu_ and done_mu_
+// are taken alone. Nothing is freed under in_mu_ or remote_mu_ (the
+// merger and the parking table move what they keep; the rest is freed by
+// the caller after it unlocks).
 //
 // Threads: 1 lock thread + `workers` worker threads, all of which sleep when
 // idle. Thread-safety: Enqueue and OnRemoteReads are thread-safe.

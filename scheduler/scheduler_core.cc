@@ -4,7 +4,7 @@
 
 namespace detdb {
 
-bool SubBatchMerger::Add(SubBatchRef sb) {
+bool SubBatchMerger::Add(SubBatchRef&& sb) {
   const auto key = std::make_pair(sb.epoch, sb.sequencer_id);
   if (key < next_ || pending_.contains(key)) return false;
   pending_.emplace(key, std::move(sb));
@@ -140,7 +140,7 @@ bool RemoteReadsTable::TakeEarlyOrPark(PartitionTxn* st) {
   return false;
 }
 
-PartitionTxn* RemoteReadsTable::OnRemoteReads(pb::RemoteReads msg) {
+PartitionTxn* RemoteReadsTable::OnRemoteReads(pb::RemoteReads&& msg) {
   auto it = parked_.find(msg.txn_id());
   if (it == parked_.end()) {
     early_[msg.txn_id()].push_back(std::move(msg));  // kept until the txn is dispatched

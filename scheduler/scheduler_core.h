@@ -52,8 +52,10 @@ class SubBatchMerger {
   SubBatchMerger(uint32_t num_sequencers, uint64_t first_epoch)
       : num_sequencers_(num_sequencers), next_(first_epoch, 0) {}
 
-  // False (and dropped) if sb's (epoch, sequencer) was merged or added before.
-  bool Add(SubBatchRef sb);
+  // Takes sb (moves from it) unless its (epoch, sequencer) was merged or
+  // added before: then false, and sb is left to the caller, who frees it
+  // outside whatever lock guards the merger.
+  bool Add(SubBatchRef&& sb);
   // Moves the next sub-batch in merge order into *out; false if it has not
   // arrived, or the merge is held at its epoch.
   bool TakeNext(SubBatchRef* out);
@@ -173,8 +175,9 @@ class RemoteReadsTable {
   bool TakeEarlyOrPark(PartitionTxn* st);
   // Another participant's reads: added to their parked txn, which is
   // returned (marked resumed) if it is now complete; kept until the txn is
-  // dispatched if it is not parked yet. nullptr otherwise.
-  PartitionTxn* OnRemoteReads(pb::RemoteReads msg);
+  // dispatched if it is not parked yet. nullptr otherwise. Moves the reads
+  // out of msg; what is left is the caller's to free (outside its lock).
+  PartitionTxn* OnRemoteReads(pb::RemoteReads&& msg);
   size_t parked() const { return parked_.size(); }
 
  private:

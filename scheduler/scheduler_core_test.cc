@@ -5,6 +5,7 @@
 // their last remote read arrives (also when reads come first).
 #include "scheduler/scheduler_core.h"
 
+#include <utility>
 #include <memory>
 #include <vector>
 
@@ -120,14 +121,14 @@ TEST(RemoteReadsTable, ParkedTxnResumesOnItsLastReadAndEarlyReadsWait) {
   pb::RemoteReads early;
   early.set_txn_id(42);
   early.set_from_partition(1);
-  EXPECT_EQ(table.OnRemoteReads(early), nullptr);  // before dispatch: kept
+  EXPECT_EQ(table.OnRemoteReads(std::move(early)), nullptr);  // before dispatch: kept
   EXPECT_FALSE(table.TakeEarlyOrPark(&st));         // one of two: parked
   EXPECT_EQ(st.remote_received, 1u);
   EXPECT_EQ(table.parked(), 1u);
   pb::RemoteReads last;
   last.set_txn_id(42);
   last.set_from_partition(2);
-  EXPECT_EQ(table.OnRemoteReads(last), &st);
+  EXPECT_EQ(table.OnRemoteReads(std::move(last)), &st);
   EXPECT_TRUE(st.resumed);
   EXPECT_EQ(table.parked(), 0u);
 }
