@@ -113,20 +113,6 @@ void PrintClusterJson(const MicroClusterResult& r) {
   fflush(stdout);
 }
 
-// The microbenchmark's workload flags (partitions and records are set by
-// the caller: in a cluster they come from the nodes).
-MicroOptions MicroWorkloadFromFlags() {
-  MicroOptions w;
-  w.contention = FLAGS_contention;
-  w.keys_per_txn = FLAGS_keys_per_txn;
-  w.write_fraction = FLAGS_write_fraction;
-  w.compute_us = FLAGS_compute_us;
-  w.depth = FLAGS_depth;
-  w.multipartition = FLAGS_multipartition;
-  w.seed = FLAGS_seed;
-  return w;
-}
-
 int MicroCluster() {
   if (FLAGS_compare) {
     fprintf(stderr, "detdb-bench: --compare runs in one process; a cluster's lock manager is chosen when its "
@@ -140,7 +126,7 @@ int MicroCluster() {
   }
   MicroClusterOptions o;
   o.config = *config;
-  o.workload = MicroWorkloadFromFlags();
+  o.workload = MicroFromFlags();  // partitions and records: the nodes'
   o.clients = FLAGS_clients;
   o.outstanding = FLAGS_outstanding;
   o.txns = FLAGS_txns;
@@ -180,20 +166,8 @@ int MicroCluster() {
 
 int Micro() {
   if (!FLAGS_cluster.empty()) return MicroCluster();
-  MicroRunOptions o;
-  o.workload = MicroWorkloadFromFlags();
-  o.workload.partitions = FLAGS_partitions;
-  o.workload.records_per_partition = FLAGS_records;
-  o.workers = FLAGS_workers;
-  o.release_on_workers = FLAGS_release_on_workers;
-  o.adaptive_admission = FLAGS_adaptive_admission;
-  o.epoch_us = FLAGS_epoch_us;
-  o.lock.max_active = FLAGS_max_active;
-  o.lock.table_size = FLAGS_table_size;
-  o.lock.check_invariants = false;
+  MicroRunOptions o = RealFromFlags();
   o.txns = FLAGS_txns;
-  o.duration_s = FLAGS_duration;
-  o.outstanding = FLAGS_outstanding;
   if (!FLAGS_data_dir.empty()) {
     if (FLAGS_log_sync != "fsync" && FLAGS_log_sync != "none") {
       fprintf(stderr, "detdb-bench: --log_sync must be fsync or none\n");

@@ -1,5 +1,6 @@
 // The simulation's subcommands of detdb-bench (bench/sim_command.cc) and the
-// option structs they build from its flags, for the figure command.
+// option structs they build from its flags (for the figure command, and the
+// micro command in detdb_bench_main.cc).
 // Thread-safety: called from main's thread only.
 #ifndef DETDB_BENCH_SIM_COMMAND_H_
 #define DETDB_BENCH_SIM_COMMAND_H_
