@@ -457,6 +457,15 @@ absl::Status Engine::AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds t
     bool there = true;
     for (PartitionId p : local_)
       there = there && schedulers_[p]->merged_epoch() >= epoch && schedulers_[p]->Idle();
+    // With the input log, nothing leaves the node before it is durable on
+    // every node (DURABILITY.md): neither does the state at the boundary.
+    if (stage_ != nullptr && stage_->watermark() + 1 < epoch) {
+      there = false;
+      if (stage_->failed()) {
+        release();
+        return absl::UnavailableError("the input log failed: nothing after its last durable epoch is answered");
+      }
+    }
     if (there) break;
     if (cancel != nullptr && cancel->load()) {
       release();

@@ -197,6 +197,9 @@ TEST(EngineLog, FsyncErrorStopsRepliesAndARestartRecovers) {
     const absl::Status refused = e->Submit(RandomTxns(8, 1, kPartitions, 1)[0]);
     EXPECT_FALSE(refused.ok()) << "a failed node accepts nothing";
     EXPECT_NE(std::string(refused.message()).find("input log failed"), std::string::npos) << refused;
+    // Nor does it answer an admin snapshot of state that is not durable.
+    auto digests = e->SnapshotDigests(e->merged_epoch() + 50, milliseconds(2000));
+    EXPECT_TRUE(absl::IsUnavailable(digests.status())) << digests.status();
     (void)e->Stop(milliseconds(300));
     {
       std::lock_guard<std::mutex> l(acked.mu);
