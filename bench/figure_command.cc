@@ -1,9 +1,10 @@
 // `detdb-bench figure NAME --out DIR`: one figure or table of the DCLP
-// paper's section 4 (seed 002) by one command. NAME: fig2 ... fig9, table2,
+// paper's section 4 (seed 002) by one command. NAME: fig2 ... fig10, table2,
 // or all. Each runs its sweep over the paper's four lock managers with the
 // paper's setup (4 workers and 1 lock thread per partition; 8 machines for
-// figs 7 and 8), prints the table, and writes DIR/NAME.csv and DIR/NAME.png
-// (bench/plot_figure.py, python3-matplotlib).
+// figs 7, 8 and 10 (TPC-C, 96 warehouses), 2-8 for fig 9), prints the
+// table, and writes DIR/NAME.csv and DIR/NAME.png (bench/plot_figure.py,
+// python3-matplotlib).
 //
 // Where this host has the cores for the setup it runs real threads (an
 // in-process detdb, bench/micro_runner.h); where not, the simulation
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -22,10 +24,13 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "bench/sim_command.h"
+#include "bench/tpcc_runner.h"
 #include "gflags/gflags.h"
 
 DECLARE_string(calibration);
@@ -42,6 +47,15 @@ namespace {
 struct Point {
   MicroOptions w;
   uint32_t nodes = 1;
+  SimTpccOptions tpcc;  // tpcc.warehouses > 0: TPC-C New-Order + Payment instead of w's txns
+};
+
+// A figure's lines beyond one per lock manager: each variant changes the
+// setup of every point (Fig. 9: 10% and 20% multi-partition txns), and its
+// lines are named "LOCK_MANAGER LABEL".
+struct Variant {
+  std::string label;
+  std::function<void(Point*)> apply;
 };
 
 struct Figure {
@@ -49,6 +63,7 @@ struct Figure {
   bool logx = false;
   std::vector<double> xs;
   std::function<Point(double)> setup;
+  std::vector<Variant> variants = {{"", nullptr}};
 };
 
 Point Base() {
@@ -101,13 +116,27 @@ std::vector<Figure> Figures() {
              }},
       multipartition("fig7", "Fig. 7: 8 machines, high contention (0.1), varying multi-partition txns", 0.1),
       multipartition("fig8", "Fig. 8: 8 machines, low contention (0.0001), varying multi-partition txns", 0.0001),
-      Figure{"fig9", "Fig. 9: scalability, low contention, 10% multi-partition", "machines", false, {2, 4, 6, 8},
+      Figure{"fig9", "Fig. 9: scalability, low contention, 10% and 20% multi-partition", "machines", false,
+             {2, 4, 6, 8},
              [](double x) {
                Point p = Base();
                p.nodes = static_cast<uint32_t>(x);
                p.w.partitions = p.nodes;
                p.w.contention = 0.0001;
-               p.w.multipartition = 0.1;
+               return p;
+             },
+             {{"10%", [](Point* p) { p->w.multipartition = 0.1; }},
+              {"20%", [](Point* p) { p->w.multipartition = 0.2; }}}},
+      // 96 warehouses on 8 machines (12 each), New-Order + Payment; x: the
+      // share of New-Orders that order from another warehouse.
+      Figure{"fig10", "Fig. 10: TPC-C (96 warehouses, 8 machines), varying remote New-Orders",
+             "remote New-Order share", false, mp,
+             [](double x) {
+               Point p = Base();
+               p.nodes = 8;
+               p.w.partitions = 8;
+               p.tpcc.warehouses = 96;
+               p.tpcc.remote_order = x;
                return p;
              }},
   };
@@ -134,6 +163,49 @@ std::string PlotScript() {
   return "bench/plot_figure.py";
 }
 
+// One lock manager at one point: (the figure's value, the simulation's
+// prediction). Real threads when `real`, else the simulation's value.
+absl::StatusOr<std::pair<double, double>> RunCell(const Point& p, const std::string& lm, const SimCosts* costs,
+                                                  uint32_t workers, bool real) {
+  double value = 0, sim_value = 0;
+  if (costs != nullptr) {
+    SimOptions so = SimFromFlags();
+    so.workload = p.w;
+    so.nodes = p.nodes;
+    so.workers = workers;
+    so.lock_manager = lm;
+    so.tpcc = p.tpcc;
+    so.duration_s = FLAGS_sim_duration;
+    auto r = RunSim(so, *costs);
+    if (!r.ok()) return r.status();
+    sim_value = value = r->txns_per_sec;
+  }
+  if (real && p.tpcc.warehouses > 0) {
+    tpcc::TpccRunOptions ro;  // nodes become partitions of one process
+    ro.scale = tpcc::Scale::Spec(p.tpcc.warehouses);
+    ro.mix.percent = {100 * (1 - p.tpcc.payment_share), 100 * p.tpcc.payment_share, 0, 0, 0};
+    ro.remote_line = 1 - std::pow(1 - p.tpcc.remote_order, 0.1);  // as the simulation draws it
+    ro.remote_payment = p.tpcc.remote_payment;
+    ro.partitions = p.w.partitions;
+    ro.workers = workers;
+    ro.lock_manager = lm;
+    ro.duration_s = FLAGS_duration;
+    ro.check = false;
+    auto r = tpcc::RunTpcc(ro);
+    if (!r.ok()) return r.status();
+    value = r->txns_per_sec;
+  } else if (real) {
+    MicroRunOptions ro = RealFromFlags();
+    ro.workload = p.w;  // nodes become partitions of one process
+    ro.workers = workers;
+    ro.lock_manager = lm;
+    auto r = RunMicro(ro);
+    if (!r.ok()) return r.status();
+    value = r->txns_per_sec;
+  }
+  return std::make_pair(value, sim_value);
+}
+
 int RunFigure(const Figure& f, const SimCosts* costs, const std::vector<std::string>& lms, uint32_t workers) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const std::string csv_path = FLAGS_out + "/" + f.name + ".csv";
@@ -144,62 +216,51 @@ int RunFigure(const Figure& f, const SimCosts* costs, const std::vector<std::str
   }
   csv << "figure,x,series,txns_per_sec,mode" << (FLAGS_real ? ",sim_txns_per_sec" : "") << "\n";
   printf("\n%s\n%-10s", f.title.c_str(), f.xlabel.substr(0, 10).c_str());
-  for (const std::string& lm : lms) printf(" %14s", lm.c_str());
+  auto series_name = [](const std::string& lm, const Variant& v) {
+    return v.label.empty() ? lm : lm + " " + v.label;
+  };
+  for (const Variant& v : f.variants)
+    for (const std::string& lm : lms) printf(" %14s", series_name(lm, v).c_str());
   if (lms.size() > 1) printf("   %s/others", lms[0].c_str());
   printf("\n");
   std::string modes;
   for (double x : f.xs) {
-    const Point p = f.setup(x);
-    // Threads the setup needs: per partition a lock thread and the workers,
-    // per node a sequencer; the client runs beside them.
-    const uint64_t threads = uint64_t{p.w.partitions} * (1 + workers) + p.nodes + 1;
-    const bool real = FLAGS_real || (threads <= cores && p.nodes == 1);
-    const std::string mode = real ? "real" : "simulated";
-    if (modes.find(mode) == std::string::npos) modes += (modes.empty() ? "" : "+") + mode;
     printf("%-10g", x);
-    std::vector<double> tps;
-    for (const std::string& lm : lms) {
-      double value = 0, sim_value = 0;
-      if (costs != nullptr) {
-        SimOptions so = SimFromFlags();
-        so.workload = p.w;
-        so.nodes = p.nodes;
-        so.workers = workers;
-        so.lock_manager = lm;
-        so.duration_s = FLAGS_sim_duration;
-        auto r = RunSim(so, *costs);
-        if (!r.ok()) {
-          fprintf(stderr, "detdb-bench figure: %s\n", std::string(r.status().message()).c_str());
+    std::vector<double> ratios;
+    std::string mode;
+    for (const Variant& v : f.variants) {
+      Point p = f.setup(x);
+      if (v.apply) v.apply(&p);
+      // Threads the setup needs: per partition a lock thread and the
+      // workers, per node a sequencer; the client runs beside them.
+      const uint64_t threads = uint64_t{p.w.partitions} * (1 + workers) + p.nodes + 1;
+      const bool real = FLAGS_real || (threads <= cores && p.nodes == 1);
+      mode = real ? "real" : "simulated";
+      if (modes.find(mode) == std::string::npos) modes += (modes.empty() ? "" : "+") + mode;
+      std::vector<double> tps;
+      for (const std::string& lm : lms) {
+        auto cell = RunCell(p, lm, costs, workers, real);
+        if (!cell.ok()) {
+          fprintf(stderr, "detdb-bench figure: %s\n", std::string(cell.status().message()).c_str());
           return 1;
         }
-        sim_value = value = r->txns_per_sec;
-      }
-      if (real) {
-        MicroRunOptions ro = RealFromFlags();
-        ro.workload = p.w;  // nodes become partitions of one process
-        ro.workers = workers;
-        ro.lock_manager = lm;
-        auto r = RunMicro(ro);
-        if (!r.ok()) {
-          fprintf(stderr, "detdb-bench figure: %s\n", std::string(r.status().message()).c_str());
-          return 1;
+        const auto [value, sim_value] = *cell;
+        tps.push_back(value);
+        if (FLAGS_real && costs != nullptr) {
+          printf(" %7.0f(s%6.0f)", value, sim_value);
+        } else {
+          printf(" %14.0f", value);
         }
-        value = r->txns_per_sec;
+        csv << f.name << "," << x << "," << series_name(lm, v) << "," << value << "," << mode;
+        if (FLAGS_real) csv << "," << (costs != nullptr ? absl::StrCat(sim_value) : "");
+        csv << "\n";
+        fflush(stdout);
       }
-      tps.push_back(value);
-      if (FLAGS_real && costs != nullptr) {
-        printf(" %7.0f(s%6.0f)", value, sim_value);
-      } else {
-        printf(" %14.0f", value);
-      }
-      csv << f.name << "," << x << "," << lm << "," << value << "," << mode;
-      if (FLAGS_real) csv << "," << (costs != nullptr ? absl::StrCat(sim_value) : "");
-      csv << "\n";
-      fflush(stdout);
+      for (size_t i = 1; i < tps.size(); ++i) ratios.push_back(tps[i] > 0 ? tps[0] / tps[i] : 0);
     }
-    if (tps.size() > 1) {
+    if (!ratios.empty()) {
       printf("  ");
-      for (size_t i = 1; i < tps.size(); ++i) printf(" %.2f", tps[i] > 0 ? tps[0] / tps[i] : 0);
+      for (double r : ratios) printf(" %.2f", r);
     }
     printf("   [%s]\n", mode.c_str());
   }
@@ -233,8 +294,7 @@ int FigureCommand(const std::string& name) {
   for (const Figure& f : Figures())
     if (name == "all" || f.name == name) chosen.push_back(f);
   if (chosen.empty()) {
-    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig9, table2, all; fig10 is TPC-C, "
-                    "which the simulation does not model: docs/PAPER.md)\n", name.c_str());
+    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig10, table2, all)\n", name.c_str());
     return 2;
   }
   const std::vector<std::string> lms = Split(FLAGS_figure_lock_managers);

@@ -1,6 +1,7 @@
 #include "bench/sim.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <deque>
 #include <queue>
@@ -11,6 +12,8 @@
 #include "common/partitioner.h"
 #include "scheduler/partition_txn.h"
 #include "scheduler/scheduler_core.h"
+#include "workloads/tpcc/generator.h"
+#include "workloads/tpcc/schema.h"
 
 namespace detdb {
 namespace {
@@ -115,10 +118,21 @@ struct Partition {
   uint64_t admitted = 0, blocked = 0;
 };
 
+// Whether txn has more than one participant (reader or writer partition).
+bool MultiPartition(const pb::Txn& txn) {
+  const int first = txn.readers_size() > 0 ? static_cast<int>(txn.readers(0)) : -1;
+  auto other = [first](const auto& parts) {
+    for (PartitionId p : parts)
+      if (first >= 0 && static_cast<int>(p) != first) return true;
+    return false;
+  };
+  return other(txn.readers()) || (first >= 0 ? other(txn.writers()) : txn.writers_size() > 1);
+}
+
 class Sim {
  public:
   Sim(const SimOptions& o, const SimCosts& c, SimCosts::Lock lc)
-      : o_(o), c_(c), lc_(lc), partitioner_(o.workload.partitions) {}
+      : o_(o), c_(c), lc_(lc), partitioner_(MakePartitioner(o)) {}
 
   absl::Status Init();
   absl::StatusOr<SimResult> Run();
@@ -150,10 +164,17 @@ class Sim {
 
   const SimOptions& o_;
   const SimCosts& c_;
+  static std::unique_ptr<Partitioner> MakePartitioner(const SimOptions& o) {
+    if (o.tpcc.warehouses > 0) return std::make_unique<tpcc::WarehousePartitioner>(o.workload.partitions);
+    return std::make_unique<ModPartitioner>(o.workload.partitions);
+  }
+
   const SimCosts::Lock lc_;
-  ModPartitioner partitioner_;
+  const std::unique_ptr<Partitioner> partitioner_;
   std::vector<Partition> parts_;
-  std::vector<MicroGenerator> gens_;
+  std::vector<MicroGenerator> gens_;         // by node, the microbenchmark
+  std::vector<tpcc::Generator> tpcc_gens_;  // by node, TPC-C
+  uint64_t multi_committed_ = 0;
   std::vector<std::vector<pb::Txn>> pending_;  // by node: submitted, not yet sequenced
   std::vector<double> submit_t_;               // by client seq
   std::vector<double> latencies_;
@@ -176,7 +197,7 @@ absl::Status Sim::Init() {
     part.node = p % o_.nodes;
     part.merger = std::make_unique<SubBatchMerger>(o_.nodes, 1);
     part.input = std::make_unique<SimInput>(part.merger.get());
-    part.exec = std::make_unique<TxnExecutor>(p, nullptr, &partitioner_, nullptr, nullptr, nullptr);
+    part.exec = std::make_unique<TxnExecutor>(p, nullptr, partitioner_.get(), nullptr, nullptr, nullptr);
     std::unique_ptr<LockManager> inner;
     if (o_.make_lock_manager) {
       inner = o_.make_lock_manager();
@@ -195,6 +216,20 @@ absl::Status Sim::Init() {
   }
   pending_.resize(o_.nodes);
   for (uint32_t n = 0; n < o_.nodes; ++n) {
+    if (o_.tpcc.warehouses > 0) {
+      tpcc::GeneratorOptions g;
+      g.scale = tpcc::Scale::Spec(o_.tpcc.warehouses);
+      g.seed = o_.workload.seed * 1000003 + n;
+      g.mix.percent = {100 * (1 - o_.tpcc.payment_share), 100 * o_.tpcc.payment_share, 0, 0, 0};
+      // An order has 5-15 lines (10 on average): each remote with p gives
+      // 1 - (1 - p)^10 remote orders.
+      g.remote_line = 1 - std::pow(1 - o_.tpcc.remote_order, 0.1);
+      g.remote_payment = o_.tpcc.remote_payment;
+      for (uint32_t w = 1; w <= o_.tpcc.warehouses; ++w)
+        if (parts_[partitioner_->PartitionOf(tpcc::WarehouseKey(w))].node == n) g.home_warehouses.push_back(w);
+      tpcc_gens_.emplace_back(g);
+      continue;
+    }
     MicroOptions mo = o_.workload;
     mo.seed = o_.workload.seed * 1000003 + n;
     gens_.emplace_back(mo);
@@ -206,7 +241,11 @@ absl::Status Sim::Init() {
 
 void Sim::Submit(uint32_t node, double t) {
   pb::Txn& txn = pending_[node].emplace_back();
-  gens_[node].Next(&txn);
+  if (o_.tpcc.warehouses > 0) {
+    txn = std::move(tpcc_gens_[node].Next().txn);  // New-Order or Payment: never a reconnaissance
+  } else {
+    gens_[node].Next(&txn);
+  }
   txn.set_client_id(node);
   txn.set_client_seq(next_seq_++);
   submit_t_.push_back(t);
@@ -223,8 +262,8 @@ void Sim::CloseEpoch(uint32_t node, double t) {
     pb::Txn& txn = (*batch)[i];
     txn.set_id((epoch << 28) | (uint64_t{node} << 20) | i);
     std::vector<PartitionId> r, w;
-    for (Key k : txn.read_set()) r.push_back(partitioner_.PartitionOf(k));
-    for (Key k : txn.write_set()) w.push_back(partitioner_.PartitionOf(k));
+    for (Key k : txn.read_set()) r.push_back(partitioner_->PartitionOf(k));
+    for (Key k : txn.write_set()) w.push_back(partitioner_->PartitionOf(k));
     for (auto* v : {&r, &w}) {
       std::sort(v->begin(), v->end());
       v->erase(std::unique(v->begin(), v->end()), v->end());
@@ -367,6 +406,7 @@ absl::Status Sim::WorkerDone(uint32_t p, uint32_t w, PartitionTxn* st, double t)
     const pb::Txn& txn = *st->txn;
     if (t >= begin_ && t < end_) {
       ++committed_;
+      if (MultiPartition(txn)) ++multi_committed_;
       latencies_.push_back(t - submit_t_[txn.client_seq()]);
     }
     Push(t + Net(part.node, txn.client_id()), Kind::kResult, txn.client_id());
@@ -500,6 +540,7 @@ absl::StatusOr<SimResult> Sim::Run() {
   }
   r.blocked_at_admission = admitted == 0 ? 0 : static_cast<double>(blocked) / admitted;
   r.parked = parked_;
+  r.multipartition = committed_ == 0 ? 0 : static_cast<double>(multi_committed_) / committed_;
   r.events = events_;
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return r;
@@ -508,8 +549,17 @@ absl::StatusOr<SimResult> Sim::Run() {
 }  // namespace
 
 absl::StatusOr<SimResult> RunSim(const SimOptions& o, const SimCosts& costs) {
-  absl::Status valid = MicroGenerator::Validate(o.workload);
-  if (!valid.ok()) return valid;
+  if (o.tpcc.warehouses > 0) {
+    if (o.tpcc.warehouses < o.workload.partitions)
+      return absl::InvalidArgumentError("TPC-C: at least one warehouse per partition");
+    absl::Status scale = tpcc::Scale::Spec(o.tpcc.warehouses).Validate();
+    if (!scale.ok()) return scale;
+    for (double share : {o.tpcc.remote_order, o.tpcc.remote_payment, o.tpcc.payment_share})
+      if (!(share >= 0 && share <= 1)) return absl::InvalidArgumentError("TPC-C: shares must be in [0, 1]");
+  } else {
+    absl::Status valid = MicroGenerator::Validate(o.workload);
+    if (!valid.ok()) return valid;
+  }
   if (o.nodes == 0 || o.workers == 0 || o.outstanding == 0 || o.epoch_us == 0)
     return absl::InvalidArgumentError("nodes, workers, outstanding and epoch_us must be positive");
   if (o.workload.partitions % o.nodes != 0)

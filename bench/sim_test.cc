@@ -67,6 +67,41 @@ TEST_P(SimTest, SameOptionsSameResultBitForBit) {
   EXPECT_EQ(a->p99_us, b->p99_us);
 }
 
+// TPC-C (fig. 10): the real generator's New-Orders and Payments; no remote
+// warehouse, no multi-partition txn; remote orders make them, about the
+// share asked for (half the txns are New-Orders; a remote warehouse is on
+// another partition 6 times in 7 with 8 warehouses on 4 partitions).
+TEST_P(SimTest, TpccPassesG1AndRemoteOrdersSpanPartitions) {
+  SimOptions o = Contended(GetParam());
+  o.workload.partitions = 4;
+  o.nodes = 2;
+  o.workers = 2;
+  o.tpcc.warehouses = 8;
+  o.tpcc.remote_payment = 0;
+  o.outstanding = 500;
+  o.duration_s = 0.01;
+  o.warmup_s = 0.005;
+  auto local = RunSim(o, TestCosts());
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_GT(local->committed, 100u);
+  EXPECT_EQ(local->multipartition, 0.0);
+  EXPECT_GT(local->blocked_at_admission, 0.0);  // district and warehouse rows are hot
+  o.tpcc.remote_order = 0.5;
+  auto remote = RunSim(o, TestCosts());
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  EXPECT_GT(remote->committed, 100u);
+  EXPECT_GT(remote->multipartition, 0.1);
+  EXPECT_LT(remote->multipartition, 0.35);
+  EXPECT_GT(remote->parked, 0u);
+}
+
+TEST(SimOptionsTest, TpccRejectsFewerWarehousesThanPartitions) {
+  SimOptions o = Contended("dclp");
+  o.workload.partitions = 4;
+  o.tpcc.warehouses = 2;
+  EXPECT_TRUE(absl::IsInvalidArgument(RunSim(o, TestCosts()).status()));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllLockManagers, SimTest, ::testing::ValuesIn(LockManagerNames()),
                          [](const auto& info) { return info.param; });
 
