@@ -23,7 +23,7 @@ AdmissionController::AdmissionController(const AdmissionOptions& o)
 
 void AdmissionController::SetWindow(uint64_t w) {
   window_ = w;
-  resume_gap_ = std::min<uint64_t>(w, std::max<uint64_t>(kBatchPerWorker, w / 8));
+  resume_gap_ = std::max<uint64_t>(1, w / 8);
   gen_admitted_ = gen_blocked_ = 0;
   gen_bound_ = gen_input_ran_out_ = false;
 }
