@@ -228,17 +228,17 @@ absl::Status Transfer(TxnContext* ctx, std::string* result) {
   absl::StatusOr<Current> to = ReadCurrent(ctx, a->to());
   if (!to.ok()) return to.status();
   if (from->present && from->value.v_case() != pb::KvValue::kInt)
-    return absl::AbortedError(absl::StrCat("transfer: ", Quote(a->key()), " holds ", TypeOf(from->value),
+    return absl::AbortedError(absl::StrCat(Quote(a->key()), " holds ", TypeOf(from->value),
                                            ", not int"));
   if (to->present && to->value.v_case() != pb::KvValue::kInt)
-    return absl::AbortedError(absl::StrCat("transfer: ", Quote(a->to()), " holds ", TypeOf(to->value), ", not int"));
+    return absl::AbortedError(absl::StrCat(Quote(a->to()), " holds ", TypeOf(to->value), ", not int"));
   const int64_t have = from->present ? from->value.int_() : 0;
   const int64_t dest = to->present ? to->value.int_() : 0;
   if (have < a->amount())
     return absl::AbortedError(absl::StrCat("insufficient funds: ", Quote(a->key()), " has ", have, ", transfer of ",
                                            a->amount()));
   if (dest > std::numeric_limits<int64_t>::max() - a->amount())
-    return absl::AbortedError(absl::StrCat("transfer: the balance of ", Quote(a->to()), " would overflow"));
+    return absl::AbortedError(absl::StrCat("the balance of ", Quote(a->to()), " would overflow"));
   pb::KvValue nf, nt;
   nf.set_int_(have - a->amount());
   nt.set_int_(dest + a->amount());
@@ -259,13 +259,13 @@ absl::Status Append(TxnContext* ctx, std::string* result) {
   pb::KvValue list;
   if (c->present) {
     if (c->value.v_case() != pb::KvValue::kList)
-      return absl::AbortedError(absl::StrCat("append: ", Quote(a->key()), " holds ", TypeOf(c->value), ", not list"));
+      return absl::AbortedError(absl::StrCat(Quote(a->key()), " holds ", TypeOf(c->value), ", not list"));
     list = std::move(c->value);
   } else {
     list.mutable_list();
   }
   if (KvEncodedSize(list) + 2 + a->element().size() > kKvMaxValueBytes)
-    return absl::AbortedError(absl::StrCat("append: the list ", Quote(a->key()), " would exceed ", kKvMaxValueBytes,
+    return absl::AbortedError(absl::StrCat("the list ", Quote(a->key()), " would exceed ", kKvMaxValueBytes,
                                            " bytes"));
   list.mutable_list()->add_items(a->element());
   absl::Status s = WriteValue(ctx, a->key(), list);
