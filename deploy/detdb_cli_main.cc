@@ -59,11 +59,11 @@ int Interactive(detdb::KvShell* shell) {
     free(line);
     if (text.find_first_not_of(" \t") == std::string::npos) continue;
     add_history(text.c_str());
+    if (!history.empty()) write_history(history.c_str());  // kept even if the shell is killed
     const detdb::KvShell::Output o = shell->Execute(text);
     Print(o);
     if (o.quit) break;
   }
-  if (!history.empty()) write_history(history.c_str());
   return 0;
 }
 

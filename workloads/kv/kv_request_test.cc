@@ -48,7 +48,7 @@ TEST(KvRequest, RepliesParseAndErrorsBecomeStatuses) {
   ASSERT_TRUE(reply.ok());
   ASSERT_TRUE(reply->value.has_value());
   EXPECT_EQ(KvValueToString(*reply->value), "[\"a\", \"b\\n\"]");
-  EXPECT_EQ(KvValueType(*reply->value), "list");
+  EXPECT_STREQ(KvValueType(*reply->value), "list");
   r.set_status(pb::STATUS_ABORTED);
   r.set_error("insufficient funds");
   EXPECT_TRUE(absl::IsAborted(ParseKvReply(t, r).status()));
