@@ -34,8 +34,9 @@ absl::StatusOr<KvReply> KvClient::Run(absl::StatusOr<pb::Txn> txn) {
   Client* c = cluster_->node(node);
   absl::StatusOr<pb::TxnResult> result = c->Run(*txn, options_.timeout);
   if (absl::IsDeadlineExceeded(result.status()))
-    return absl::DeadlineExceededError(absl::StrCat("timed out after ", options_.timeout.count(), " ms: node ", node,
-                                                    " (", c->endpoint(), ") did not answer; is it running?"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("timed out after ", options_.timeout.count(), " ms: node ", node, " (", c->endpoint(),
+                     ") did not answer: it is down, or the cluster waits for a node that is down (see info)"));
   if (!result.ok()) return result.status();
   // Drop results of nothing we wait for (Run keeps others for Receive).
   while (c->has_stashed()) (void)c->Receive(std::chrono::milliseconds(0));
