@@ -7,11 +7,11 @@
 // Exit status: 0 when every node answered (and, for wait_ready, is ready).
 #include <cstdio>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "client/client.h"
 #include "client/cluster_config.h"
+#include "deploy/cluster_admin.h"
 #include "gflags/gflags.h"
 
 DEFINE_string(config, "", "Cluster config (protobuf text); required");
@@ -21,63 +21,39 @@ namespace {
 
 int Info(detdb::ClusterClient* c) {
   int rc = 0;
-  for (uint32_t i = 0; i < c->num_nodes(); ++i) {
-    auto info = c->node(i)->Info(std::chrono::seconds(2));
-    if (!info.ok()) {
-      printf("node %u  %-24s  DOWN (%s)\n", i, c->node(i)->endpoint().c_str(),
-             std::string(info.status().message()).c_str());
+  for (const detdb::NodeStatus& s : detdb::QueryNodes(c, std::chrono::seconds(2))) {
+    if (!s.info.ok()) {
+      printf("node %u  %-24s  DOWN (%s)\n", s.node, s.endpoint.c_str(), std::string(s.info.status().message()).c_str());
       rc = 1;
       continue;
     }
+    const detdb::pb::NodeInfo& info = *s.info;
     std::string parts;
-    for (uint32_t p : info->partitions()) parts += (parts.empty() ? "" : ",") + std::to_string(p);
+    for (uint32_t p : info.partitions()) parts += (parts.empty() ? "" : ",") + std::to_string(p);
     printf("node %u  %-24s  %s  partitions %s  %s  epoch %lu merged %lu  submitted %lu replied %lu rejected %lu"
            "  committed %lu aborted %lu  bad_frames %lu duplicates %lu lost_replies %lu peer_dropped %lu\n",
-           i, c->node(i)->endpoint().c_str(), info->ready() ? "ready" : "STARTING", parts.c_str(),
-           info->lock_manager().c_str(), static_cast<unsigned long>(info->epoch()),
-           static_cast<unsigned long>(info->merged_epoch()), static_cast<unsigned long>(info->submitted()),
-           static_cast<unsigned long>(info->replied()), static_cast<unsigned long>(info->rejected()),
-           static_cast<unsigned long>(info->committed()), static_cast<unsigned long>(info->aborted()),
-           static_cast<unsigned long>(info->bad_frames()), static_cast<unsigned long>(info->duplicates()),
-           static_cast<unsigned long>(info->lost_replies()), static_cast<unsigned long>(info->peer_dropped()));
+           s.node, s.endpoint.c_str(), info.ready() ? "ready" : "STARTING", parts.c_str(),
+           info.lock_manager().c_str(), static_cast<unsigned long>(info.epoch()),
+           static_cast<unsigned long>(info.merged_epoch()), static_cast<unsigned long>(info.submitted()),
+           static_cast<unsigned long>(info.replied()), static_cast<unsigned long>(info.rejected()),
+           static_cast<unsigned long>(info.committed()), static_cast<unsigned long>(info.aborted()),
+           static_cast<unsigned long>(info.bad_frames()), static_cast<unsigned long>(info.duplicates()),
+           static_cast<unsigned long>(info.lost_replies()), static_cast<unsigned long>(info.peer_dropped()));
   }
   return rc;
 }
 
 int Digest(detdb::ClusterClient* c) {
-  auto infos = c->InfoAll(std::chrono::seconds(2));
-  if (!infos.ok()) {
-    fprintf(stderr, "detdb-ctl: %s\n", std::string(infos.status().message()).c_str());
+  auto d = detdb::TakeDigests(c, std::chrono::seconds(30));
+  if (!d.ok()) {
+    fprintf(stderr, "detdb-ctl: %s\n", std::string(d.status().message()).c_str());
     return 1;
   }
-  // A boundary a little ahead of every node, so that each can pause there.
-  uint64_t epoch = 0;
-  for (const auto& i : *infos) epoch = std::max<uint64_t>(epoch, i.epoch());
-  epoch += 200000 / (c->config().epoch_us() != 0 ? c->config().epoch_us() : 1000);  // ~200 ms ahead
-  printf("digests at the boundary of epoch %lu\n", static_cast<unsigned long>(epoch));
-  // Asked of every node at once (each pauses at the boundary), each over a
-  // connection of its own.
-  const uint32_t n = c->num_nodes();
-  std::vector<absl::StatusOr<std::vector<detdb::pb::PartitionDigest>>> digests(
-      n, absl::UnknownError("not asked"));
-  std::vector<std::thread> threads;
-  for (uint32_t i = 0; i < n; ++i)
-    threads.emplace_back([&, i] {
-      auto own = detdb::ClusterClient::Connect(c->config());
-      digests[i] = own.ok() ? (*own)->node(i)->Digests(epoch, std::chrono::seconds(30)) : own.status();
-    });
-  for (std::thread& t : threads) t.join();
-  int rc = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (!digests[i].ok()) {
-      fprintf(stderr, "detdb-ctl: node %u: %s\n", i, std::string(digests[i].status().message()).c_str());
-      rc = 1;
-      continue;
-    }
-    for (const auto& pd : *digests[i])
-      printf("partition %u  node %u  digest %016lx\n", pd.partition(), i, static_cast<unsigned long>(pd.digest()));
-  }
-  return rc;
+  printf("digests at the boundary of epoch %lu\n", static_cast<unsigned long>(d->epoch));
+  for (const std::string& e : d->node_errors) fprintf(stderr, "detdb-ctl: %s\n", e.c_str());
+  for (const detdb::DigestRow& r : d->rows)
+    printf("partition %u  node %u  digest %016lx\n", r.partition, r.node, static_cast<unsigned long>(r.digest));
+  return d->node_errors.empty() ? 0 : 1;
 }
 
 }  // namespace

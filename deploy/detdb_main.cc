@@ -34,7 +34,7 @@ DEFINE_uint32(max_active, 2000, "Lock manager admission bound (active txns per p
 DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (power of two)");
 DEFINE_uint64(max_pending, 1u << 20, "Txns accepted here and not yet answered; more are refused (overload)");
 DEFINE_uint64(max_keys_per_txn, 10000, "Larger txns are refused");
-DEFINE_string(workload, "micro", "Data to load: micro (the microbenchmark table) or tpcc");
+DEFINE_string(workload, "micro", "Data to load: micro (the microbenchmark table), tpcc, or kv (an empty key-value table; docs/KV.md)");
 DEFINE_uint64(micro_records, 1000000, "micro: records per partition");
 DEFINE_uint32(warehouses, 0, "tpcc: warehouses in the whole cluster (0: one per partition)");
 DEFINE_bool(tpcc_small, false, "tpcc: the shrunk scale (10% of items, customers and orders) for small machines");

@@ -14,6 +14,8 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgoogle-perftools-dev  # tcmalloc_minimal for the programs
+  libedit-dev            # detdb-cli: line editing and history (BSD licence)
+  bsdutils               # `script`: detdb-cli's terminal test (essential in Debian; listed for minimal images)
 )
 
 missing=()

@@ -1,6 +1,7 @@
 #include "deploy/node.h"
 
 #include "absl/strings/str_cat.h"
+#include "workloads/kv/kv.h"
 #include "workloads/micro/micro.h"
 #include "workloads/tpcc/checker.h"
 #include "workloads/tpcc/loader.h"
@@ -20,8 +21,10 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   absl::Status s = ValidateClusterConfig(options.config);
   if (!s.ok()) return s;
   const bool tpcc = options.workload == "tpcc";
-  if (options.workload != "micro" && !tpcc)
-    return absl::InvalidArgumentError(absl::StrCat("unknown workload '", options.workload, "' (known: micro, tpcc)"));
+  const bool kv = options.workload == "kv";
+  if (options.workload != "micro" && !tpcc && !kv)
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown workload '", options.workload, "' (known: micro, tpcc, kv)"));
   if (tpcc) {
     absl::Status valid = options.tpcc_scale.Validate();
     if (!valid.ok()) return valid;
@@ -40,6 +43,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   }
   s = RegisterMicroProcedures(&node->procedures_);
   if (s.ok()) s = tpcc::RegisterProcedures(&node->procedures_);
+  if (s.ok()) s = RegisterKvProcedures(&node->procedures_);
   if (!s.ok()) return s;
 
   ZmqPeerNetOptions no;
@@ -53,6 +57,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   ClientEndpointOptions co;
   co.bind = absl::StrCat("tcp://", self->host(), ":", self->client_port());
   co.max_request_bytes = options.max_request_bytes;
+  co.txn_check = &ValidateKvTxn;  // kv txns' arguments and key sets (others: OK)
   auto endpoint = ClientEndpoint::Create(co);
   if (!endpoint.ok()) return endpoint.status();
   node->endpoint_ = std::move(*endpoint);
@@ -62,7 +67,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   eo.peers = node->net_.get();
   eo.results = node->endpoint_.get();
   const uint64_t rows = options.micro_records_per_partition * config.num_partitions();
-  if (!tpcc) eo.key_check = [rows](Key k) -> absl::Status {
+  if (!tpcc && !kv) eo.key_check = [rows](Key k) -> absl::Status {
     if (KeyTable(k) == kMicroTable && KeyRow(k) >= rows)
       return absl::InvalidArgumentError(absl::StrCat("key ", k, " (micro row ", KeyRow(k),
                                                      ") is outside every partition: rows are 0 .. ", rows - 1));
@@ -89,6 +94,8 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
       s = tpcc::LoadPartition(node->engine_->store(p),
                               static_cast<const tpcc::WarehousePartitioner&>(*node->partitioner_), p,
                               options.tpcc_scale, options.tpcc_load_seed);
+    } else if (kv) {
+      s = CreateKvTable(node->engine_->store(p));  // empty: clients put what they need
     } else {
       s = LoadMicroTable(node->engine_->store(p), *node->partitioner_, p, options.micro_records_per_partition);
     }

@@ -34,7 +34,7 @@ struct NodeOptions {
   pb::ClusterConfig config;          // the whole cluster (validated here)
   uint32_t node_id = 0;
   EngineOptions engine;              // peers, results and epoch_us are set by the node
-  std::string workload = "micro";    // the data loaded: "micro" or "tpcc"
+  std::string workload = "micro";    // the data loaded: "micro", "tpcc" or "kv" (an empty kv table)
   uint64_t micro_records_per_partition = 1000000;
   tpcc::Scale tpcc_scale;            // workload "tpcc": warehouses spread over the partitions
   uint64_t tpcc_load_seed = 1;

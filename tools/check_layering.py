@@ -2,7 +2,7 @@
 """Checks that every dependency between detdb's folders points one way.
 
     proto, common -> io -> storage, lockmgr, sequencer -> scheduler
-      -> workloads (micro, tpcc) -> client -> deploy -> bench
+      -> workloads (micro, tpcc, kv) -> client -> deploy -> bench
 
 Read from the tree, with no build needed:
   * include lines, in every form ("a/b.h", <a/b.h>, "../a/b.h"): a file in
@@ -35,8 +35,9 @@ ALLOWED = {
     "scheduler": ["storage", "lockmgr", "sequencer"],
     "workloads/micro": ["scheduler"],
     "workloads/tpcc": ["scheduler"],
+    "workloads/kv": ["scheduler"],
     "client": ["common", "proto"],
-    "deploy": ["workloads/micro", "workloads/tpcc", "client"],
+    "deploy": ["workloads/micro", "workloads/tpcc", "workloads/kv", "client"],
     "bench": ["deploy"],
 }
 # Files outside ALLOWED's folders: the top-level build files (which only

@@ -1,0 +1,65 @@
+#include "deploy/cluster_admin.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace detdb {
+
+std::vector<NodeStatus> QueryNodes(ClusterClient* c, std::chrono::milliseconds timeout) {
+  std::vector<NodeStatus> out;
+  for (uint32_t i = 0; i < c->num_nodes(); ++i) {
+    NodeStatus s;
+    s.node = i;
+    s.endpoint = c->node(i)->endpoint();
+    s.info = c->node(i)->Info(timeout);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<ClusterDigests> TakeDigests(ClusterClient* c, std::chrono::milliseconds timeout) {
+  ClusterDigests out;
+  // A boundary a little ahead of every node, so that each can pause there.
+  uint64_t epoch = 0;
+  bool any = false;
+  for (const NodeStatus& s : QueryNodes(c, std::min(timeout, std::chrono::milliseconds(2000)))) {
+    if (!s.info.ok()) {
+      out.node_errors.push_back(absl::StrCat("node ", s.node, ": ", s.info.status().message()));
+      continue;
+    }
+    any = true;
+    epoch = std::max<uint64_t>(epoch, s.info->epoch());
+  }
+  if (!any) return absl::UnavailableError("no node answered");
+  if (!out.node_errors.empty()) {
+    // A dead node never reaches the boundary: the others would pause there
+    // until it came back. Refuse instead.
+    return absl::UnavailableError(absl::StrCat("not every node answered (", out.node_errors.front(), ")"));
+  }
+  epoch += 200000 / (c->config().epoch_us() != 0 ? c->config().epoch_us() : 1000);  // ~200 ms ahead
+  out.epoch = epoch;
+  // Asked of every node at once (each pauses at the boundary), each over a
+  // connection of its own.
+  const uint32_t n = c->num_nodes();
+  std::vector<absl::StatusOr<std::vector<pb::PartitionDigest>>> digests(n, absl::UnknownError("not asked"));
+  std::vector<std::thread> threads;
+  const pb::ClusterConfig config = c->config();
+  for (uint32_t i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      auto own = ClusterClient::Connect(config);
+      digests[i] = own.ok() ? (*own)->node(i)->Digests(epoch, timeout) : own.status();
+    });
+  for (std::thread& t : threads) t.join();
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!digests[i].ok()) {
+      out.node_errors.push_back(absl::StrCat("node ", i, ": ", digests[i].status().message()));
+      continue;
+    }
+    for (const auto& pd : *digests[i]) out.rows.push_back({pd.partition(), i, pd.digest()});
+  }
+  return out;
+}
+
+}  // namespace detdb

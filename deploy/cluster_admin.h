@@ -1,0 +1,50 @@
+// What detdb-ctl and detdb-cli ask of a whole cluster: every node's info
+// (a node that does not answer is reported, not waited for) and the
+// per-partition state digests at one epoch boundary a little ahead of every
+// node (comparable across nodes even while clients write).
+//
+// Thread-safety: the functions use the given ClusterClient from the calling
+// thread only (TakeDigests opens a connection per node for its threads).
+#ifndef DETDB_DEPLOY_CLUSTER_ADMIN_H_
+#define DETDB_DEPLOY_CLUSTER_ADMIN_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/client.h"
+#include "proto/client.pb.h"
+
+namespace detdb {
+
+struct NodeStatus {
+  uint32_t node = 0;
+  std::string endpoint;
+  absl::StatusOr<pb::NodeInfo> info = absl::UnknownError("not asked");
+};
+
+// Info of every node, each asked with `timeout`.
+std::vector<NodeStatus> QueryNodes(ClusterClient* c, std::chrono::milliseconds timeout);
+
+struct DigestRow {
+  uint32_t partition = 0, node = 0;
+  uint64_t digest = 0;
+};
+struct ClusterDigests {
+  uint64_t epoch = 0;                    // the boundary
+  std::vector<DigestRow> rows;           // by node, then partition
+  std::vector<std::string> node_errors;  // "node N: why", for nodes that gave none
+};
+
+// Picks a boundary ~200 ms ahead of every node's epoch and asks every node
+// at once (each pauses there). Unavailable if a node does not answer its
+// info request (within min(timeout, 2 s)): the others would wait for it at
+// the boundary. Nodes that fail to give digests (within timeout) are in
+// node_errors.
+absl::StatusOr<ClusterDigests> TakeDigests(ClusterClient* c, std::chrono::milliseconds timeout);
+
+}  // namespace detdb
+
+#endif  // DETDB_DEPLOY_CLUSTER_ADMIN_H_
