@@ -171,6 +171,10 @@ void Scheduler::WorkerThread() {
   uint32_t since_reclaim = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     items.clear();
+    if (since_reclaim >= kReclaimEveryTxns) {  // here no txn (and no lock) waits for it
+      since_reclaim = 0;
+      store_->ReclaimSafe(&epoch);
+    }
     const size_t batch = by_workers ? 4 : 8;
     if (ready_q_.TryPopBatch(batch, &items) == 0) {
       // No runnable txn: if the admission window is what holds txns back,
@@ -194,10 +198,7 @@ void Scheduler::WorkerThread() {
       PartitionTxn* st = items[i];
       const bool finished = Process(st);
       epoch.Quiescent();
-      if (++since_reclaim >= kReclaimEveryTxns) {
-        since_reclaim = 0;
-        store_->ReclaimSafe(&epoch);
-      }
+      ++since_reclaim;
       if (!finished) continue;  // parked
       std::unique_lock<std::mutex> lm_lock(lm_mu_, std::defer_lock);
       if (!by_workers || lock_thread_awake_.load(std::memory_order_relaxed) || !lm_lock.try_lock()) {
