@@ -76,6 +76,10 @@ void PrintSummary(const TpccRunResult& r) {
            static_cast<unsigned long>(kr.p90_us), static_cast<unsigned long>(kr.p99_us));
   }
   printf("  reconnaissance restarts: %.2f%% of Delivery + Stock-Level\n", 100 * r.restart_rate);
+  for (const TpccRunResult::TableMemory& m : r.tables)
+    printf("  table %-26s %10lu rows %9.1f MiB, %lu erased rows reclaimed, %.1f MiB of old index arrays held\n",
+           m.name.c_str(), static_cast<unsigned long>(m.records), m.bytes / 1048576.0,
+           static_cast<unsigned long>(m.reclaimed_records), m.retired_index_bytes / 1048576.0);
   if (r.consistency_checked) {
     printf("  consistency (clause 3.3.2): %s\n", r.consistency_ok ? "OK" : "FAILED");
     for (const std::string& f : r.consistency_failures) printf("    %s\n", f.c_str());

@@ -339,6 +339,21 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
     r.consistency_failures = report.failures;
   }
   r.digest = (*engine)->Digest();
+  for (PartitionId p = 0; p < o.partitions; ++p) {
+    const PartitionStore* store = (*engine)->store(p);
+    const std::vector<uint32_t> ids = store->table_ids();
+    if (r.tables.empty()) r.tables.resize(ids.size());
+    for (size_t i = 0; i < ids.size() && i < r.tables.size(); ++i) {
+      const Table* t = store->GetTable(ids[i]);
+      const Table::ReclaimStats st = t->reclaim_stats();
+      TpccRunResult::TableMemory& m = r.tables[i];
+      m.name = t->name();
+      m.records += t->size();
+      m.bytes += t->memory_bytes();
+      m.reclaimed_records += st.reclaimed_records;
+      m.retired_index_bytes += st.retired_index_bytes;
+    }
+  }
   if (o.record_history) r.history = (*engine)->history();
   return r;
 }

@@ -81,6 +81,13 @@ struct TpccRunResult {
   double blocked_at_admission = 0, avg_active = 0, window = 0;
   uint64_t window_grows = 0, window_shrinks = 0, starved = 0;
   std::vector<std::shared_ptr<const pb::Batch>> history;  // one process, record_history
+  // One process only: each table at the end, summed over partitions
+  // (Table::memory_bytes, Table::reclaim_stats; docs/STORAGE.md).
+  struct TableMemory {
+    std::string name;
+    uint64_t records = 0, bytes = 0, reclaimed_records = 0, retired_index_bytes = 0;
+  };
+  std::vector<TableMemory> tables;
 };
 
 absl::StatusOr<TpccRunResult> RunTpcc(const TpccRunOptions& options);

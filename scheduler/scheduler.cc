@@ -28,6 +28,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, const Partitioner* partiti
                      Transport* transport, ReplySink* replies)
     : options_(options),
       exec_(options.partition, store, partitioner, procedures, transport, replies),
+      store_(store),
       core_({.workers = options.workers,
              .max_active = options.lock.max_active,
              .adaptive_admission = options.adaptive_admission},
@@ -161,8 +162,19 @@ void Scheduler::WorkerThread() {
   ReadyList ready;
   std::vector<PartitionTxn*> to_queue;
   const bool by_workers = options_.release_on_workers;
+  // Workers read the store's tables lock-free: each is an epoch participant
+  // (docs/STORAGE.md, Reclamation), quiescent between txns (a parked txn's
+  // reads point only at records it holds locked, which nobody erases),
+  // offline while it sleeps, and frees what is safe every
+  // kReclaimEveryTxns txns and before it sleeps.
+  EpochParticipant epoch(&store_->epochs());
+  uint32_t since_reclaim = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     items.clear();
+    if (since_reclaim >= kReclaimEveryTxns) {  // here no txn (and no lock) waits for it
+      since_reclaim = 0;
+      store_->ReclaimSafe(&epoch);
+    }
     const size_t batch = by_workers ? 4 : 8;
     if (ready_q_.TryPopBatch(batch, &items) == 0) {
       // No runnable txn: if the admission window is what holds txns back,
@@ -176,11 +188,18 @@ void Scheduler::WorkerThread() {
           starved_.fetch_add(1, std::memory_order_relaxed);
         lock_notifier_.Notify();
       }
-      if (ready_q_.PopBatch(batch, &items) == 0) continue;
+      store_->ReclaimSafe(&epoch);
+      epoch.Offline();
+      const size_t popped = ready_q_.PopBatch(batch, &items);
+      epoch.Online();
+      if (popped == 0) continue;
     }
     for (size_t i = 0; i < items.size(); ++i) {
       PartitionTxn* st = items[i];
-      if (!Process(st)) continue;  // parked
+      const bool finished = Process(st);
+      epoch.Quiescent();
+      ++since_reclaim;
+      if (!finished) continue;  // parked
       std::unique_lock<std::mutex> lm_lock(lm_mu_, std::defer_lock);
       if (!by_workers || lock_thread_awake_.load(std::memory_order_relaxed) || !lm_lock.try_lock()) {
         // Hand the txn back to the lock thread: always, or when it is awake

@@ -170,7 +170,11 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   bool Process(PartitionTxn* st);
 
   const SchedulerOptions options_;
+  // Txns a worker runs between two rounds of reclamation (ReclaimSafe).
+  static constexpr uint32_t kReclaimEveryTxns = 128;
+
   const TxnExecutor exec_;  // immutable: workers use it without a lock
+  PartitionStore* const store_;  // workers reclaim its erased memory
   LockedInput input_{this};
   // The lock side: used by one thread at a time, the lock thread, and with
   // release_on_workers the workers too.

@@ -85,6 +85,36 @@ size_t PartitionStore::ReclaimErased() {
   return n;
 }
 
+size_t PartitionStore::ReclaimSafe(EpochParticipant* self) {
+  std::unique_lock<std::mutex> l(reclaim_mu_, std::try_to_lock);
+  if (!l.owns_lock()) return 0;
+  // Only this function advances the epoch, one call at a time: the next
+  // epoch is known before the tables are sealed with it.
+  const uint64_t label = epochs_.epoch() + 1;
+  bool sealed = false;
+  for (auto& t : tables_)
+    if (t != nullptr) sealed |= t->SealRetired(label);
+  if (sealed) {
+    // After the sealing: a participant that announces `label` has read the
+    // epoch after everything in the batches was unlinked.
+    const uint64_t e = epochs_.Advance();
+    CHECK_EQ(e, label) << "the epoch is advanced only by ReclaimSafe";
+    has_sealed_ = true;
+  }
+  if (!has_sealed_) return 0;
+  if (self != nullptr) self->Quiescent();
+  const uint64_t safe = epochs_.SafeEpoch();
+  size_t n = 0;
+  bool left = false;
+  for (auto& t : tables_) {
+    if (t == nullptr) continue;
+    n += t->FreeSealed(safe);
+    left |= t->has_sealed();
+  }
+  has_sealed_ = left;
+  return n;
+}
+
 uint64_t PartitionStore::Digest() const {
   DigestWriter w;
   for (const auto& t : tables_) {

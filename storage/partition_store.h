@@ -13,7 +13,14 @@
 // workers start). After that, Get/Insert/Erase (and the same calls on the
 // tables) follow Table's rules: concurrent on different keys from any
 // thread. Digest, ReclaimErased and the destructor require that no writer
-// runs.
+// runs. ReclaimSafe is thread-safe.
+//
+// Reclamation while txns run (docs/STORAGE.md, "Reclamation"): every
+// thread that uses the tables while writers may run holds an
+// EpochParticipant of epochs() and calls Quiescent() whenever it holds no
+// pointer into them (a worker: between txns); any of them may call
+// ReclaimSafe() now and then, which frees what no participant can still
+// see.
 #ifndef DETDB_STORAGE_PARTITION_STORE_H_
 #define DETDB_STORAGE_PARTITION_STORE_H_
 
@@ -21,10 +28,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/types.h"
+#include "storage/epoch.h"
 #include "storage/table.h"
 
 namespace detdb {
@@ -76,6 +85,19 @@ class PartitionStore {
   // REQUIRES: a quiescent point (see Table::ReclaimErased).
   size_t ReclaimErased();
 
+  // The epochs of this store's readers (storage/epoch.h).
+  EpochDomain& epochs() { return epochs_; }
+
+  // One round of epoch-based reclamation: seals what every table retired
+  // since the last round under a new epoch, then frees the sealed batches
+  // whose epoch every online participant has passed. Returns the records
+  // freed. Cheap when there is nothing to do; returns 0 at once if another
+  // thread is in it. Thread-safe; the caller, if a participant, should be
+  // at a quiescent point (it is treated as one: pass it as `self`).
+  // REQUIRES: every thread that may hold a pointer into the tables is an
+  // online participant of epochs().
+  size_t ReclaimSafe(EpochParticipant* self = nullptr);
+
   // A 64-bit XXH3 hash of the contents: for every table in increasing id
   // order its id, value size and record count, then for every record in
   // increasing key order its key and value bytes (integers little-endian).
@@ -93,6 +115,9 @@ class PartitionStore {
  private:
   // KeyTable(k) < 256 for every key, so lookups need no bounds check.
   std::array<std::unique_ptr<Table>, Table::kMaxTableId + 1> tables_;
+  EpochDomain epochs_;  // REQUIRES: its participants go before the store
+  std::mutex reclaim_mu_;     // one ReclaimSafe at a time
+  bool has_sealed_ = false;   // guarded by reclaim_mu_: some table holds a sealed batch
 };
 
 }  // namespace detdb

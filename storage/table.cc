@@ -10,6 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace detdb {
 
 namespace {
@@ -25,6 +29,17 @@ constexpr uint64_t kMaxFirstSlabBytes = uint64_t{1} << 30;
 constexpr uint64_t kMinBuckets = 16;
 
 size_t RoundUp8(size_t n) { return (n + 7) & ~size_t{7}; }
+
+// Under AddressSanitizer a block on the free list is poisoned, so a reader
+// that still stood on a record after its memory was made reusable (a bug
+// of reclamation) is reported, though the block never returns to the heap.
+#if defined(__SANITIZE_ADDRESS__)
+void PoisonBlock(void* p, size_t n) { ASAN_POISON_MEMORY_REGION(p, n); }
+void UnpoisonBlock(void* p, size_t n) { ASAN_UNPOISON_MEMORY_REGION(p, n); }
+#else
+void PoisonBlock(void*, size_t) {}
+void UnpoisonBlock(void*, size_t) {}
+#endif
 
 const TableOptions& CheckedOptions(const TableOptions& options) {
   const absl::Status s = Table::ValidateOptions(options);
@@ -50,7 +65,10 @@ RecordArena::RecordArena(size_t block_bytes, uint64_t first_slab_blocks)
 }
 
 RecordArena::~RecordArena() {
-  for (auto& [mem, bytes] : slabs_) ::operator delete(mem, std::align_val_t(kSlabAlign));
+  for (auto& [mem, bytes] : slabs_) {
+    UnpoisonBlock(mem, bytes);
+    ::operator delete(mem, std::align_val_t(kSlabAlign));
+  }
 }
 
 void RecordArena::Grow() {
@@ -71,7 +89,9 @@ void* RecordArena::Allocate() {
   void* block;
   if (free_ != nullptr) {
     block = free_;
+    UnpoisonBlock(block, block_bytes_);
     std::memcpy(&free_, block, sizeof(void*));
+    --free_count_;
   } else {
     if (cursor_ == slab_end_) Grow();
     block = cursor_;
@@ -84,8 +104,44 @@ void* RecordArena::Allocate() {
 void RecordArena::Release(void* block) {
   latch_.LockNoElision();
   std::memcpy(block, &free_, sizeof(void*));
+  PoisonBlock(block, block_bytes_);
   free_ = block;
+  ++free_count_;
   latch_.Unlock();
+}
+
+void RecordArena::ReleaseMany(const std::vector<void*>& blocks) {
+  if (blocks.empty()) return;
+  latch_.LockNoElision();
+  for (void* block : blocks) {
+    std::memcpy(block, &free_, sizeof(void*));
+    PoisonBlock(block, block_bytes_);
+    free_ = block;
+  }
+  free_count_ += blocks.size();
+  latch_.Unlock();
+}
+
+std::vector<void*> RecordArena::TakeRetired() {
+  std::vector<void*> out;
+  latch_.LockNoElision();
+  out.swap(retired_);
+  latch_.Unlock();
+  return out;
+}
+
+size_t RecordArena::retired_blocks() const {
+  latch_.LockNoElision();
+  const size_t n = retired_.size();
+  latch_.Unlock();
+  return n;
+}
+
+size_t RecordArena::free_blocks() const {
+  latch_.LockNoElision();
+  const size_t n = free_count_;
+  latch_.Unlock();
+  return n;
 }
 
 void RecordArena::Retire(void* block) {
@@ -99,8 +155,10 @@ size_t RecordArena::ReclaimRetired() {
   const size_t n = retired_.size();
   for (void* block : retired_) {
     std::memcpy(block, &free_, sizeof(void*));
+    PoisonBlock(block, block_bytes_);
     free_ = block;
   }
+  free_count_ += n;
   retired_.clear();
   latch_.Unlock();
   return n;
@@ -282,16 +340,18 @@ void Table::StartGrow() {
   m->next.store(~uint64_t{0}, std::memory_order_relaxed);  // closed until published
   Migration* mp = m.get();
   {
-    std::lock_guard<std::mutex> l(owned_mu_);  // memory_bytes reads moved
+    // memory_bytes reads moved; SealRetired must see indexes_, current_ and
+    // migration_ agree (else it would take the new index for a retired one).
+    std::lock_guard<std::mutex> l(owned_mu_);
     from->moved = static_cast<std::atomic<uint8_t>*>(std::calloc(buckets, 1));
     if (from->moved == nullptr) throw std::bad_alloc();
     indexes_.push_back(std::move(to));
     migrations_.push_back(std::move(m));
+    // The migration first, then the index: whoever sees the new index sees
+    // the migration that fills it (BucketFor reads them in the other order).
+    migration_.store(mp, std::memory_order_release);
+    current_.store(mp->to, std::memory_order_release);
   }
-  // The migration first, then the index: whoever sees the new index sees
-  // the migration that fills it (BucketFor reads them in the other order).
-  migration_.store(mp, std::memory_order_release);
-  current_.store(mp->to, std::memory_order_release);
   grow_records_per_stripe_.store(GrowThreshold(2 * buckets), std::memory_order_relaxed);
   growths_.fetch_add(1, std::memory_order_relaxed);
   // Open the claims last: a bucket is moved only by a thread that has seen
@@ -364,9 +424,77 @@ void Table::MigrateBucket(Migration* m, uint64_t ob) {
   stripe.latch.Unlock();
 }
 
-size_t Table::ReclaimErased() {
+bool Table::SealRetired(uint64_t epoch) {
+  // Erased records were unlinked before Retire put them on the list, and
+  // nothing can link them again: unreachable for a reader that starts now.
+  Sealed batch;
+  batch.epoch = epoch;
+  batch.records = arena_.TakeRetired();
+  std::lock_guard<std::mutex> l(owned_mu_);
+  // An index is retired once it is neither current nor the source of the
+  // running migration, and a migration once it is not the running one
+  // (StartGrow publishes both under owned_mu_; a migration ends by clearing
+  // migration_, after which no reader starting now reaches its source).
+  const Index* cur = current_.load(std::memory_order_acquire);
+  const Migration* m = migration_.load(std::memory_order_acquire);
+  for (auto& ix : indexes_)
+    if (ix.get() != cur && (m == nullptr || ix.get() != m->from)) batch.indexes.push_back(std::move(ix));
+  std::erase(indexes_, nullptr);
+  for (auto& x : migrations_)
+    if (x.get() != m) batch.migrations.push_back(std::move(x));
+  std::erase(migrations_, nullptr);
+  if (batch.records.empty() && batch.indexes.empty() && batch.migrations.empty()) return false;
+  DCHECK(sealed_.empty() || sealed_.back().epoch <= epoch);
+  sealed_.push_back(std::move(batch));
+  return true;
+}
+
+size_t Table::FreeSealed(uint64_t safe_epoch) {
+  std::vector<Sealed> ready;
   {
     std::lock_guard<std::mutex> l(owned_mu_);
+    while (!sealed_.empty() && sealed_.front().epoch <= safe_epoch) {
+      ready.push_back(std::move(sealed_.front()));
+      sealed_.pop_front();
+    }
+  }
+  size_t n = 0;
+  for (Sealed& b : ready) {
+    arena_.ReleaseMany(b.records);
+    n += b.records.size();
+  }
+  reclaimed_records_.fetch_add(n, std::memory_order_relaxed);
+  return n;  // the bucket arrays go back to the heap here, with `ready`
+}
+
+Table::ReclaimStats Table::reclaim_stats() const {
+  ReclaimStats st;
+  st.retired_records = arena_.retired_blocks();
+  st.free_records = arena_.free_blocks();
+  st.reclaimed_records = reclaimed_records_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> l(owned_mu_);
+  const Index* cur = current_.load(std::memory_order_acquire);
+  const Migration* m = migration_.load(std::memory_order_acquire);
+  auto bytes = [](const Index& ix) { return (ix.mask + 1) * (sizeof(Bucket) + (ix.moved != nullptr ? 1 : 0)); };
+  for (const auto& ix : indexes_)
+    if (ix.get() != cur && (m == nullptr || ix.get() != m->from)) st.retired_index_bytes += bytes(*ix);
+  for (const Sealed& b : sealed_) {
+    st.sealed_records += b.records.size();
+    for (const auto& ix : b.indexes) st.retired_index_bytes += bytes(*ix);
+  }
+  st.sealed_batches = sealed_.size();
+  return st;
+}
+
+size_t Table::ReclaimErased() {
+  size_t sealed_records = 0;
+  {
+    std::lock_guard<std::mutex> l(owned_mu_);
+    for (Sealed& b : sealed_) {
+      arena_.ReleaseMany(b.records);
+      sealed_records += b.records.size();
+    }
+    sealed_.clear();
     const Index* cur = current_.load(std::memory_order_acquire);
     const Migration* m = migration_.load(std::memory_order_acquire);
     std::erase_if(indexes_, [&](const std::unique_ptr<Index>& ix) {
@@ -375,7 +503,9 @@ size_t Table::ReclaimErased() {
     std::erase_if(migrations_,
                   [&](const std::unique_ptr<Migration>& x) { return x.get() != m; });
   }
-  return arena_.ReclaimRetired();
+  const size_t n = sealed_records + arena_.ReclaimRetired();
+  reclaimed_records_.fetch_add(n, std::memory_order_relaxed);
+  return n;
 }
 
 uint64_t Table::size() const {
@@ -392,6 +522,11 @@ size_t Table::memory_bytes() const {
     for (const auto& ix : indexes_)
       index_bytes += (ix->mask + 1) * (sizeof(Bucket) + (ix->moved != nullptr ? 1 : 0));
     index_bytes += migrations_.size() * sizeof(Migration);
+    for (const Sealed& b : sealed_) {
+      for (const auto& ix : b.indexes)
+        index_bytes += (ix->mask + 1) * (sizeof(Bucket) + (ix->moved != nullptr ? 1 : 0));
+      index_bytes += b.migrations.size() * sizeof(Migration) + b.records.capacity() * sizeof(void*);
+    }
   }
   return sizeof(*this) + options_.name.capacity() + index_bytes +
          (stripe_mask_ + 1) * sizeof(Stripe) + arena_.bytes_reserved();

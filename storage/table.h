@@ -8,8 +8,8 @@
 //
 // A record is a 16-byte header (key, chain link) followed by value_size
 // bytes. Records are carved out of large slabs (RecordArena) and never move
-// once created, so a Record* stays valid until the record is erased and the
-// owner calls ReclaimErased(). The index is a power-of-two array of buckets
+// once created, so a Record* stays valid until the record is erased and
+// reclaimed (below). The index is a power-of-two array of buckets
 // (at first at least expected_records of them) with records chained
 // through Record::next, the newest first. Each bucket also keeps a 64-bit
 // key filter: one bit (from hash bits the bucket number does not use) per
@@ -33,7 +33,13 @@
 //    a migration of its stripe ran meanwhile. So a reader never misses a
 //    record that was present throughout its lookup.
 // Old bucket arrays are retired, not freed (a reader may still be in one),
-// until ReclaimErased() or the destructor.
+// until reclamation (below) frees them.
+//
+// Reclamation. Erased records and retired bucket arrays are freed either at
+// a quiescent point (ReclaimErased: nobody uses the table), or while txns
+// run by epochs (storage/epoch.h): SealRetired labels what was retired so
+// far with an epoch, FreeSealed frees the batches whose epoch every reader
+// has passed. A PartitionStore drives both for its tables.
 //
 // Thread-safety: Get, Insert and Erase may run concurrently on DIFFERENT
 // keys, from any threads; that is how the database's workers use a table
@@ -50,8 +56,9 @@
 //    one, so the filter always covers every key a reader can find.
 //  - Erase unlinks a record but does not reuse its memory: a concurrent
 //    reader of another key may be standing on it. ReclaimErased(), called by
-//    the owner when no thread is inside Get/Insert/Erase, makes the memory
-//    of every erased record (and every retired bucket array) reusable.
+//    the owner when no thread is inside Get/Insert/Erase, or FreeSealed()
+//    once every reader has passed the batch's epoch, makes the memory of
+//    erased records (and retired bucket arrays) reusable.
 //  - A record's value bytes are plain memory. They belong to the thread that
 //    holds the key's lock; the table never touches them after Insert.
 //  - ForEachInKeyOrder, ReclaimErased and the destructor must not run
@@ -66,6 +73,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -132,10 +140,18 @@ class RecordArena {
   // Makes every retired block reusable; returns how many there were.
   // REQUIRES: no other thread uses the arena or reads a retired block.
   size_t ReclaimRetired();
+  // Hands the retired blocks to the caller (to free later with
+  // ReleaseMany, once no reader can stand on them). Thread-safe.
+  std::vector<void*> TakeRetired();
+  // Release() of every block. Thread-safe.
+  void ReleaseMany(const std::vector<void*>& blocks);
 
   size_t block_bytes() const { return block_bytes_; }
   // Heap bytes held: slabs (used or not) and the retired list.
   size_t bytes_reserved() const;
+  // Blocks retired and not yet taken or reclaimed; blocks free for reuse.
+  size_t retired_blocks() const;
+  size_t free_blocks() const;
 
  private:
   void Grow();  // REQUIRES: latch_ held
@@ -149,6 +165,7 @@ class RecordArena {
   char* cursor_ = nullptr;  // next never-used block of the newest slab
   char* slab_end_ = nullptr;
   void* free_ = nullptr;
+  size_t free_count_ = 0;
   std::vector<std::pair<char*, size_t>> slabs_;  // (memory, bytes)
   std::vector<void*> retired_;
   size_t slab_bytes_ = 0;
@@ -211,14 +228,46 @@ class Table {
   Record* Insert(Key k);
 
   // Unlinks the record of k; false if absent. The record's memory stays
-  // readable (and unchanged) until ReclaimErased().
+  // readable (and unchanged) until ReclaimErased() or FreeSealed() frees it.
   bool Erase(Key k);
 
   // Makes the memory of every record erased so far, and of every bucket
-  // array retired by growth, reusable; returns how many records that was.
+  // array retired by growth, reusable (sealed batches included); returns
+  // how many records that was.
   // REQUIRES: a quiescent point: no thread is inside Get/Insert/Erase of
   // this table and nobody holds a pointer to an erased record.
   size_t ReclaimErased();
+
+  // Epoch-based reclamation while txns run (storage/epoch.h; a
+  // PartitionStore drives it: PartitionStore::ReclaimSafe).
+  // SealRetired moves everything retired so far (erased records, the bucket
+  // arrays and migrations of finished growths) into a batch labelled
+  // `epoch`; false if there was nothing. Call it, then EpochDomain::Advance()
+  // (which must return `epoch`). Thread-safe with Get/Insert/Erase.
+  bool SealRetired(uint64_t epoch);
+  // Frees every sealed batch labelled <= safe_epoch: its records become
+  // reusable by Insert, its bucket arrays go back to the heap. Returns the
+  // records freed. Thread-safe with Get/Insert/Erase.
+  // REQUIRES: no thread still holds a pointer into those batches
+  // (EpochDomain::SafeEpoch() >= safe_epoch); one caller of SealRetired /
+  // FreeSealed at a time.
+  size_t FreeSealed(uint64_t safe_epoch);
+
+  // What reclamation holds and has done.
+  struct ReclaimStats {
+    uint64_t retired_records = 0;  // erased, not yet sealed
+    uint64_t sealed_records = 0;   // sealed, waiting for their epoch
+    uint64_t sealed_batches = 0;
+    uint64_t retired_index_bytes = 0;  // bucket arrays of finished growths, not freed
+    uint64_t free_records = 0;         // reusable blocks in the slabs
+    uint64_t reclaimed_records = 0;    // freed so far (FreeSealed, ReclaimErased)
+  };
+  ReclaimStats reclaim_stats() const;
+  // Whether a sealed batch waits for its epoch.
+  bool has_sealed() const {
+    std::lock_guard<std::mutex> l(owned_mu_);
+    return !sealed_.empty();
+  }
 
   // Records in the table. Exact when no writer runs.
   uint64_t size() const;
@@ -309,6 +358,14 @@ class Table {
     std::atomic<uint64_t> done{0};  // buckets of `from` moved
   };
 
+  // Memory retired before the epoch `epoch` began (SealRetired).
+  struct Sealed {
+    uint64_t epoch = 0;
+    std::vector<void*> records;
+    std::vector<std::unique_ptr<Index>> indexes;
+    std::vector<std::unique_ptr<Migration>> migrations;
+  };
+
   // Where hash h lives: its bucket in the current index or, during a
   // migration, in the source while that bucket is not moved and in the
   // target after. Lock-free readers use it too: a stale answer can only
@@ -369,6 +426,8 @@ class Table {
   mutable std::mutex owned_mu_;
   std::vector<std::unique_ptr<Index>> indexes_;
   std::vector<std::unique_ptr<Migration>> migrations_;
+  std::deque<Sealed> sealed_;  // guarded by owned_mu_; increasing epochs
+  std::atomic<uint64_t> reclaimed_records_{0};
 };
 
 }  // namespace detdb
