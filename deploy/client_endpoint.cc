@@ -255,7 +255,7 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
     r.set_error("this node's workload has no consistency checker");
     Reply(identity, r);
   }
-  if (req.digest() || (req.check() && check_)) {
+  if (req.digest() || (req.check() && check_) || req.checkpoint()) {
     // Waiting for the schedulers may take a while: not on this thread.
     bool queued = false;
     {
@@ -263,6 +263,8 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
       if (digests_.size() < kMaxQueuedDigests) {
         if (req.digest()) digests_.push_back({identity, req.request_id(), req.digest_epoch(), false});
         if (req.check()) digests_.push_back({identity, req.request_id(), req.check_epoch(), true});
+        if (req.checkpoint())
+          digests_.push_back({identity, req.request_id(), req.checkpoint_epoch(), false, /*checkpoint=*/true});
         queued = true;
       }
     }
@@ -292,7 +294,20 @@ void ClientEndpoint::AdminLoop() {
     out.identity = d.identity;
     out.reply.set_request_id(d.request_id);
     absl::Status s;
-    if (d.check) {
+    if (d.checkpoint) {
+      auto c = engine_->Checkpoint(d.min_epoch, options_.digest_timeout, &admin_cancel_);
+      s = c.status();
+      if (c.ok()) {
+        pb::CheckpointInfo* ci = out.reply.mutable_checkpoint();
+        ci->set_epoch(c->epoch);
+        ci->set_bytes(c->bytes);
+        ci->set_path(c->path);
+        ci->set_pause_ms(c->pause_ms);
+        ci->set_fork_ms(c->fork_ms);
+        ci->set_write_ms(c->write_ms);
+        ci->set_total_ms(c->total_ms);
+      }
+    } else if (d.check) {
       s = engine_->AtEpochBoundary(d.min_epoch, options_.digest_timeout, &admin_cancel_,
                                    [&] { check_(&out.reply); });
     } else {

@@ -6,7 +6,8 @@
 //         engine (worker or network threads) for every txn submitted here.
 // OUTPUT: ClientReply frames: the results of txns (batched per client
 //         connection), immediate errors for txns refused before sequencing,
-//         NodeInfo, partition digests, the node's sequencer history.
+//         NodeInfo, partition digests, the node's sequencer history,
+//         checkpoints taken on request (Engine::Checkpoint).
 //
 // Validation before anything is sequenced: a frame larger than
 // max_request_bytes is refused before parsing, one that does not parse or
@@ -17,8 +18,8 @@
 // size). Replies never block the node: a client that went away or stopped
 // reading loses its replies (counted), the node goes on.
 //
-// Threads: one endpoint thread, and one admin thread that serves digest
-// requests (Engine::SnapshotDigests: they wait for the schedulers to reach
+// Threads: one endpoint thread, and one admin thread that serves digest,
+// check and checkpoint requests (Engine::SnapshotDigests: they wait for the schedulers to reach
 // an epoch boundary; at most kMaxQueuedDigests queue, more are refused). Thread-safety: OnResult is thread-safe; Start/Stop from one
 // owner thread.
 #ifndef DETDB_DEPLOY_CLIENT_ENDPOINT_H_
@@ -101,10 +102,11 @@ class ClientEndpoint final : public TxnClient {
     std::string identity;
     pb::ClientReply reply;
   };
-  struct DigestRequest {  // digest or check: both wait for an epoch boundary
+  struct DigestRequest {  // digest, check or checkpoint: all wait for an epoch boundary
     std::string identity;
     uint64_t request_id, min_epoch;
     bool check;
+    bool checkpoint = false;
   };
 
   explicit ClientEndpoint(const ClientEndpointOptions& options);

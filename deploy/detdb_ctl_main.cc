@@ -3,6 +3,8 @@
 //   detdb-ctl --config=cluster.pbtxt info                 one line per node
 //   detdb-ctl --config=cluster.pbtxt wait_ready [--timeout_s=60]
 //   detdb-ctl --config=cluster.pbtxt digest               per-partition state digests at one epoch boundary
+//   detdb-ctl --config=cluster.pbtxt checkpoint           a checkpoint on every node at one epoch boundary
+//                                                         (nodes need --data_dir)
 //
 // Exit status: 0 when every node answered (and, for wait_ready, is ready).
 #include <cstdio>
@@ -44,16 +46,54 @@ int Info(detdb::ClusterClient* c) {
   return rc;
 }
 
-int Digest(detdb::ClusterClient* c) {
+// A boundary a little ahead of every node, so that each can pause there.
+absl::StatusOr<uint64_t> EpochAhead(detdb::ClusterClient* c) {
   auto infos = c->InfoAll(std::chrono::seconds(2));
-  if (!infos.ok()) {
-    fprintf(stderr, "detdb-ctl: %s\n", std::string(infos.status().message()).c_str());
-    return 1;
-  }
-  // A boundary a little ahead of every node, so that each can pause there.
+  if (!infos.ok()) return infos.status();
   uint64_t epoch = 0;
   for (const auto& i : *infos) epoch = std::max<uint64_t>(epoch, i.epoch());
-  epoch += 200000 / (c->config().epoch_us() != 0 ? c->config().epoch_us() : 1000);  // ~200 ms ahead
+  return epoch + 200000 / (c->config().epoch_us() != 0 ? c->config().epoch_us() : 1000);  // ~200 ms ahead
+}
+
+// Every node checkpoints the state after the same epoch, at once.
+int Checkpoint(detdb::ClusterClient* c) {
+  auto epoch = EpochAhead(c);
+  if (!epoch.ok()) {
+    fprintf(stderr, "detdb-ctl: %s\n", std::string(epoch.status().message()).c_str());
+    return 1;
+  }
+  printf("checkpoint after epoch %lu\n", static_cast<unsigned long>(*epoch));
+  const uint32_t n = c->num_nodes();
+  std::vector<absl::StatusOr<detdb::pb::CheckpointInfo>> out(n, absl::UnknownError("not asked"));
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      auto own = detdb::ClusterClient::Connect(c->config());
+      out[i] = own.ok() ? (*own)->node(i)->Checkpoint(*epoch, std::chrono::seconds(60)) : own.status();
+    });
+  for (std::thread& t : threads) t.join();
+  int rc = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!out[i].ok()) {
+      fprintf(stderr, "detdb-ctl: node %u: %s\n", i, std::string(out[i].status().message()).c_str());
+      rc = 1;
+      continue;
+    }
+    const auto& ci = *out[i];
+    printf("node %u  epoch %lu  %s  %lu bytes  paused %.2f ms (fork %.2f ms)  written %.1f ms  total %.1f ms\n", i,
+           static_cast<unsigned long>(ci.epoch()), ci.path().c_str(), static_cast<unsigned long>(ci.bytes()),
+           ci.pause_ms(), ci.fork_ms(), ci.write_ms(), ci.total_ms());
+  }
+  return rc;
+}
+
+int Digest(detdb::ClusterClient* c) {
+  auto ahead = EpochAhead(c);
+  if (!ahead.ok()) {
+    fprintf(stderr, "detdb-ctl: %s\n", std::string(ahead.status().message()).c_str());
+    return 1;
+  }
+  const uint64_t epoch = *ahead;
   printf("digests at the boundary of epoch %lu\n", static_cast<unsigned long>(epoch));
   // Asked of every node at once (each pauses at the boundary), each over a
   // connection of its own.
@@ -83,7 +123,7 @@ int Digest(detdb::ClusterClient* c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("detdb-ctl --config=<cluster.pbtxt> info|wait_ready|digest");
+  gflags::SetUsageMessage("detdb-ctl --config=<cluster.pbtxt> info|wait_ready|digest|checkpoint");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (FLAGS_config.empty() || argc != 2) {
     fprintf(stderr, "%s\n", gflags::ProgramUsage());
@@ -102,6 +142,7 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   if (cmd == "info") return Info(c->get());
   if (cmd == "digest") return Digest(c->get());
+  if (cmd == "checkpoint") return Checkpoint(c->get());
   if (cmd == "wait_ready") {
     absl::Status s = (*c)->WaitReady(std::chrono::seconds(FLAGS_timeout_s));
     if (!s.ok()) {
