@@ -91,16 +91,22 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
   if (absl::Status p = PublishCheckpoint(co, *tmp, epoch); !p.ok()) return p;
   auto kept = PruneCheckpoints(co);
   if (!kept.ok()) return kept.status();
-  // The log is needed only after the oldest kept checkpoint.
-  auto dropped = DropInputLogBefore(options_.log.dir, kept->front(), options_.log.fs);
-  if (!dropped.ok()) return dropped.status();
+  // The log is needed only after the oldest kept checkpoint; it is cut
+  // only once `keep` checkpoints exist, so that a damaged newest one always
+  // has an older one (or the log from epoch 1) to fall back to.
+  size_t dropped = 0;
+  if (kept->size() >= std::max<uint32_t>(co.keep, 1)) {
+    auto d = DropInputLogBefore(options_.log.dir, kept->front(), options_.log.fs);
+    if (!d.ok()) return d.status();
+    dropped = *d;
+  }
   stats.path = JoinPath(co.dir, CheckpointName(epoch));
   stats.total_ms = MsSince(t0);
   checkpoints_.fetch_add(1, std::memory_order_relaxed);
   last_checkpoint_epoch_.store(epoch, std::memory_order_relaxed);
   LOG(INFO) << "checkpoint " << stats.path << ": " << stats.bytes << " bytes, paused " << stats.pause_ms
             << " ms (fork " << stats.fork_ms << " ms), written in " << stats.write_ms << " ms, total "
-            << stats.total_ms << " ms; kept epochs " << absl::StrJoin(*kept, ",") << "; " << *dropped
+            << stats.total_ms << " ms; kept epochs " << absl::StrJoin(*kept, ",") << "; " << dropped
             << " log segment(s) dropped";
   return stats;
 }
