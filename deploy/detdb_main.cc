@@ -55,6 +55,9 @@ DEFINE_uint32(checkpoint_interval_s, 0,
               "With --data_dir: take a checkpoint (DIR/ckpt) every this many seconds of epochs, at the same epochs "
               "on every node, and cut the input log behind the older kept one (0: only on request, detdb-ctl "
               "checkpoint)");
+DEFINE_uint64(log_segment_kb, 64 << 10,
+              "With --data_dir: the input log starts a new segment file once one is this big (checkpoints drop "
+              "whole segments behind them)");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
@@ -118,6 +121,11 @@ int main(int argc, char** argv) {
   }
   o.engine.log.sync_mode = FLAGS_log_sync == "none" ? detdb::LogSyncMode::kNone : detdb::LogSyncMode::kFsync;
   o.engine.log.log_then_execute = FLAGS_log_then_execute;
+  if (FLAGS_log_segment_kb == 0) {
+    fprintf(stderr, "detdb: --log_segment_kb must be positive\n");
+    return 2;
+  }
+  o.engine.log.segment_bytes = FLAGS_log_segment_kb << 10;
   if (FLAGS_log_lazy_sync_ms < 0) {
     fprintf(stderr, "detdb: --log_lazy_sync_ms must be >= 0\n");
     return 2;
