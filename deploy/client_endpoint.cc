@@ -78,7 +78,11 @@ void ClientEndpoint::Start(Engine* engine, std::function<pb::NodeInfo()> info,
   });
   admin_thread_ = std::thread([this] {
     SetThreadName("detdb-admin");
-    AdminLoop();
+    AdminLoop(false);
+  });
+  checkpoint_thread_ = std::thread([this] {
+    SetThreadName("detdb-ckpt");
+    AdminLoop(true);
   });
 }
 
@@ -93,6 +97,7 @@ void ClientEndpoint::Stop() {
   }
   admin_cv_.notify_all();
   if (admin_thread_.joinable()) admin_thread_.join();
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
   router_.reset();
 }
 
@@ -260,16 +265,16 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
     bool queued = false;
     {
       std::lock_guard<std::mutex> l(admin_mu_);
-      if (digests_.size() < kMaxQueuedDigests) {
+      if (digests_.size() + checkpoints_.size() < kMaxQueuedDigests) {
         if (req.digest()) digests_.push_back({identity, req.request_id(), req.digest_epoch(), false});
         if (req.check()) digests_.push_back({identity, req.request_id(), req.check_epoch(), true});
         if (req.checkpoint())
-          digests_.push_back({identity, req.request_id(), req.checkpoint_epoch(), false, /*checkpoint=*/true});
+          checkpoints_.push_back({identity, req.request_id(), req.checkpoint_epoch(), false, /*checkpoint=*/true});
         queued = true;
       }
     }
     if (queued) {
-      admin_cv_.notify_one();
+      admin_cv_.notify_all();
     } else {
       pb::ClientReply r;
       r.set_request_id(req.request_id());
@@ -280,15 +285,16 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
   }
 }
 
-void ClientEndpoint::AdminLoop() {
+void ClientEndpoint::AdminLoop(bool checkpoints) {
   for (;;) {
     DigestRequest d;
     {
       std::unique_lock<std::mutex> l(admin_mu_);
-      admin_cv_.wait(l, [&] { return admin_stop_ || !digests_.empty(); });
+      std::deque<DigestRequest>& queue = checkpoints ? checkpoints_ : digests_;
+      admin_cv_.wait(l, [&] { return admin_stop_ || !queue.empty(); });
       if (admin_stop_) return;
-      d = std::move(digests_.front());
-      digests_.pop_front();
+      d = std::move(queue.front());
+      queue.pop_front();
     }
     Outgoing out;
     out.identity = d.identity;

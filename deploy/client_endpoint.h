@@ -18,8 +18,9 @@
 // size). Replies never block the node: a client that went away or stopped
 // reading loses its replies (counted), the node goes on.
 //
-// Threads: one endpoint thread, and one admin thread that serves digest,
-// check and checkpoint requests (Engine::SnapshotDigests: they wait for the schedulers to reach
+// Threads: one endpoint thread, one admin thread that serves digest and
+// check requests and one that serves checkpoint requests (Engine::
+// SnapshotDigests, Engine::Checkpoint: they wait for the schedulers to reach
 // an epoch boundary; at most kMaxQueuedDigests queue, more are refused). Thread-safety: OnResult is thread-safe; Start/Stop from one
 // owner thread.
 #ifndef DETDB_DEPLOY_CLIENT_ENDPOINT_H_
@@ -124,7 +125,9 @@ class ClientEndpoint final : public TxnClient {
   void FlushIfDue();
   void EvictIdleClients();
   void Wake();
-  void AdminLoop();
+  // Serves digests_ (checkpoints = false) or checkpoints_ (true): a
+  // checkpoint writes for seconds, digests must not queue behind it.
+  void AdminLoop(bool checkpoints);
 
   const ClientEndpointOptions options_;
   Engine* engine_ = nullptr;
@@ -147,9 +150,11 @@ class ClientEndpoint final : public TxnClient {
   std::mutex admin_mu_;
   std::condition_variable admin_cv_;
   std::deque<DigestRequest> digests_;      // guarded by admin_mu_
+  std::deque<DigestRequest> checkpoints_;  // guarded by admin_mu_
   bool admin_stop_ = false;                // guarded by admin_mu_
   std::atomic<bool> admin_cancel_{false};  // makes a digest request give up at Stop()
   std::thread admin_thread_;
+  std::thread checkpoint_thread_;
 
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> requests_{0}, bad_frames_{0}, duplicates_{0}, refused_{0}, lost_replies_{0};
