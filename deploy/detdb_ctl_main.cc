@@ -42,6 +42,10 @@ int Info(detdb::ClusterClient* c) {
            static_cast<unsigned long>(info->committed()), static_cast<unsigned long>(info->aborted()),
            static_cast<unsigned long>(info->bad_frames()), static_cast<unsigned long>(info->duplicates()),
            static_cast<unsigned long>(info->lost_replies()), static_cast<unsigned long>(info->peer_dropped()));
+    if (info->checkpoints() > 0 || info->restored_checkpoint() > 0)
+      printf("node %u  checkpoints: loaded at start %lu, taken %lu, last epoch %lu\n", i,
+             static_cast<unsigned long>(info->restored_checkpoint()), static_cast<unsigned long>(info->checkpoints()),
+             static_cast<unsigned long>(info->last_checkpoint_epoch()));
   }
   return rc;
 }
