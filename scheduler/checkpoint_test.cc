@@ -16,6 +16,13 @@ using namespace testing_util;  // NOLINT
 
 const char kDir[] = "/ckpt";
 
+CheckpointOptions Options(FileSystem* fs) {
+  CheckpointOptions o;
+  o.dir = kDir;
+  o.fs = fs;
+  return o;
+}
+
 struct Stores {
   ModPartitioner parts{2};
   std::vector<std::unique_ptr<PartitionStore>> owned;
@@ -56,7 +63,7 @@ TEST(Checkpoint, NamesParse) {
 
 TEST(Checkpoint, AForkedCaptureRoundTripsTheStores) {
   FaultInjectingFileSystem fs;
-  CheckpointOptions o{.dir = kDir, .fs = &fs};
+  CheckpointOptions o = Options(&fs);
   Stores a(500);
   // Rows written, inserted (wide table) and erased.
   for (uint64_t r = 0; r < 1000; r += 3) {
@@ -86,7 +93,7 @@ TEST(Checkpoint, AForkedCaptureRoundTripsTheStores) {
 
 TEST(Checkpoint, EveryTruncationAndBitFlipIsRefusedNamingTheFile) {
   FaultInjectingFileSystem fs;
-  CheckpointOptions o{.dir = kDir, .fs = &fs};
+  CheckpointOptions o = Options(&fs);
   Stores a(20);
   ASSERT_TRUE(Take(o, a, 3).ok());
   const std::string path = JoinPath(kDir, CheckpointName(3));
@@ -118,7 +125,8 @@ TEST(Checkpoint, EveryTruncationAndBitFlipIsRefusedNamingTheFile) {
 
 TEST(Checkpoint, PruneKeepsTheNewestAndRemovesTempFiles) {
   FaultInjectingFileSystem fs;
-  CheckpointOptions o{.dir = kDir, .fs = &fs, .keep = 2};
+  CheckpointOptions o = Options(&fs);
+  o.keep = 2;
   Stores a(10);
   for (uint64_t e : {5, 10, 15}) ASSERT_TRUE(Take(o, a, e).ok());
   {
