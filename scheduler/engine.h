@@ -161,7 +161,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // asked for the same epoch captures the same cut. FailedPrecondition
   // without the input log and checkpoint dir, or if a partition already
   // merged past `epoch` (ask for a later one); DeadlineExceeded after
-  // timeout. Thread-safe; one checkpoint at a time.
+  // timeout. Thread-safe: captures one at a time, writes may overlap.
   absl::StatusOr<CheckpointStats> Checkpoint(uint64_t epoch, std::chrono::milliseconds timeout,
                                              const std::atomic<bool>* cancel = nullptr);
   // True while Start() replays the log (results then are the log's, again).
@@ -299,7 +299,8 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   bool log_from_start_ = true;                       // owner thread
   std::optional<LoadedCheckpoint> newest_checkpoint_;  // owner thread: read by RecoverLog, freed by Start
   std::atomic<uint64_t> restored_checkpoint_{0}, checkpoints_{0}, last_checkpoint_epoch_{0};
-  std::mutex checkpoint_mu_;  // one checkpoint at a time
+  std::mutex checkpoint_mu_;  // one capture (boundary hold + fork) at a time
+  std::mutex publish_mu_;     // one publish (rename, prune, log cut) at a time
   std::mutex boundary_mu_;    // one AtEpochBoundary at a time (one hold per scheduler)
   std::mutex ids_mu_;
   std::deque<std::pair<uint64_t, TxnId>> epoch_last_ids_;  // guarded by ids_mu_: (epoch, its last id)

@@ -51,7 +51,10 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
     return absl::FailedPreconditionError("checkpoints need the input log and a checkpoint directory (--data_dir)");
   if (!accepting_.load(std::memory_order_acquire))
     return absl::FailedPreconditionError("the engine is not running (starting, stopping or its log failed)");
-  std::lock_guard<std::mutex> one_at_a_time(checkpoint_mu_);
+  // Captures one at a time; the writes and publishes of two may overlap
+  // (a slow write must not make the next periodic checkpoint miss its
+  // epoch), publishes (rename, prune, cut) one at a time.
+  std::unique_lock<std::mutex> capture_lock(checkpoint_mu_);
   const auto t0 = std::chrono::steady_clock::now();
   const CheckpointOptions co = checkpoint_options();
   CheckpointStats stats;
@@ -73,6 +76,7 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
     stats.fork_ms = MsSince(f0);
     stats.pause_ms = MsSince(p0);
   });
+  capture_lock.unlock();
   if (!s.ok()) return s;
   if (!capture.ok()) return capture.status();
   auto tmp = ReceiveCapture(*capture, co, epoch, &stats);
@@ -88,6 +92,7 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  std::lock_guard<std::mutex> publish_lock(publish_mu_);
   if (absl::Status p = PublishCheckpoint(co, *tmp, epoch); !p.ok()) return p;
   auto kept = PruneCheckpoints(co);
   if (!kept.ok()) return kept.status();
