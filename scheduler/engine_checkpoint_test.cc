@@ -80,12 +80,21 @@ uint64_t DigestOf(Engine* e) {
   return d;
 }
 
-// Feeds txns in small groups on a thread of its own.
+// Feeds txns in small groups on a thread of its own, at most 100 ahead of
+// the results `acked` has (so that txns keep running until the end, also
+// when the machine is loaded).
 class Feeder {
  public:
-  Feeder(Engine* e, std::vector<pb::Txn> txns)
-      : thread_([this, e, txns = std::move(txns)]() mutable {
+  Feeder(Engine* e, std::vector<pb::Txn> txns, ResultCollector* acked)
+      : thread_([this, e, acked, txns = std::move(txns)]() mutable {
           for (size_t i = 0; i < txns.size() && !stop_.load(); i += 10) {
+            for (int w = 0; w < 20000 && !stop_.load(); ++w) {
+              {
+                std::lock_guard<std::mutex> l(acked->mu);
+                if (static_cast<int>(i) - acked->count < 100) break;
+              }
+              std::this_thread::sleep_for(std::chrono::microseconds(200));
+            }
             std::vector<pb::Txn> g(txns.begin() + i, txns.begin() + std::min(txns.size(), i + 10));
             if (!e->SubmitMany(&g).ok()) break;
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -137,7 +146,7 @@ TEST_P(CheckpointRecovery, CapturedWhileTxnsRunThenRecoveredEqualsTheUninterrupt
     auto e = w.Make(&fs, c.lock_manager);
     ASSERT_EQ(e->RegisterClient(&first), 1u);
     { absl::Status st = e->Start(); ASSERT_TRUE(st.ok()) << st; }
-    Feeder feed(e.get(), RandomTxns(5, 2400, c.partitions, 1));
+    Feeder feed(e.get(), RandomTxns(5, 2400, c.partitions, 1), &first);
     WaitAcked(&first, 600);
     auto s1 = CheckpointSoon(e.get());
     ASSERT_TRUE(s1.ok()) << s1.status();
@@ -221,7 +230,7 @@ TEST_P(PublishCrash, RecoveryIsCorrectAfterACrashAtThisStep) {
     ResultCollector c;
     ASSERT_EQ(e->RegisterClient(&c), 1u);
     { absl::Status st = e->Start(); ASSERT_TRUE(st.ok()) << st; }
-    Feeder feed(e.get(), RandomTxns(9, 2000, w.partitions, 1));
+    Feeder feed(e.get(), RandomTxns(9, 2000, w.partitions, 1), &c);
     WaitAcked(&c, 500);
     auto s1 = CheckpointSoon(e.get());
     ASSERT_TRUE(s1.ok()) << s1.status();
@@ -270,7 +279,7 @@ TwoCheckpoints RunWithTwoCheckpoints(World* w, FileSystem* fs) {
   CHECK_EQ(e->RegisterClient(&c), 1u);
   absl::Status st = e->Start();
   CHECK(st.ok()) << st;
-  Feeder feed(e.get(), RandomTxns(13, 1500, w->partitions, 1));
+  Feeder feed(e.get(), RandomTxns(13, 1500, w->partitions, 1), &c);
   WaitAcked(&c, 400);
   auto s1 = CheckpointSoon(e.get());
   CHECK(s1.ok()) << s1.status();
