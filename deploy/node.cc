@@ -171,11 +171,13 @@ void Node::CheckpointLoop(uint64_t every) {
   // Epochs of ~100 ms: the checkpoint is asked for that far ahead of the
   // boundary (the schedulers must not have passed it).
   const uint64_t ahead = std::max<uint64_t>(2, 100000 / epoch_us_);
-  uint64_t next = (engine_->merged_epoch() / every + 1) * every;
+  uint64_t next = (engine_->open_epoch() / every + 1) * every;
   std::unique_lock<std::mutex> l(checkpointer_mu_);
   while (!checkpointer_stop_) {
-    const uint64_t merged = engine_->merged_epoch();
-    if (merged + ahead < next) {
+    // The sequencer's epoch: no partition has merged past it (the slowest
+    // partition's merged epoch may lag far behind the fastest's).
+    const uint64_t open = engine_->open_epoch();
+    if (open + ahead < next) {
       checkpointer_cv_.wait_for(l, std::chrono::milliseconds(10));
       continue;
     }
@@ -183,7 +185,7 @@ void Node::CheckpointLoop(uint64_t every) {
     auto c = engine_->Checkpoint(next, std::chrono::seconds(60), &checkpointer_cancel_);
     if (!c.ok() && !absl::IsCancelled(c.status()))
       LOG(WARNING) << "node " << options_.node_id << ": periodic checkpoint of epoch " << next << ": " << c.status();
-    next = (std::max(next, engine_->merged_epoch()) / every + 1) * every;
+    next = (std::max(next, engine_->open_epoch()) / every + 1) * every;
     l.lock();
   }
 }
