@@ -131,6 +131,15 @@ absl::StatusOr<std::vector<pb::PartitionDigest>> Client::Digests(uint64_t epoch,
   return std::vector<pb::PartitionDigest>(reply->digests().begin(), reply->digests().end());
 }
 
+absl::StatusOr<pb::CheckpointInfo> Client::Checkpoint(uint64_t epoch, std::chrono::milliseconds timeout) {
+  pb::ClientRequest r;
+  r.set_checkpoint(true);
+  r.set_checkpoint_epoch(epoch);
+  auto reply = Call(r, timeout);
+  if (!reply.ok()) return reply.status();
+  return reply->checkpoint();
+}
+
 absl::StatusOr<pb::ClientReply> Client::Check(uint64_t epoch, std::chrono::milliseconds timeout) {
   pb::ClientRequest r;
   r.set_check(true);

@@ -52,6 +52,9 @@ class Client {
   // Digests of the node's partitions at the boundary of `epoch` (see
   // pb::ClientRequest::digest_epoch): comparable across nodes, also under load.
   absl::StatusOr<std::vector<pb::PartitionDigest>> Digests(uint64_t epoch, std::chrono::milliseconds timeout);
+  // Has the node take a checkpoint at the boundary after `epoch` (see
+  // pb::ClientRequest::checkpoint_epoch); returns once it is published.
+  absl::StatusOr<pb::CheckpointInfo> Checkpoint(uint64_t epoch, std::chrono::milliseconds timeout);
   // The workload's consistency check of the node's partitions at the
   // boundary of `epoch` (reply fields consistency_*).
   absl::StatusOr<pb::ClientReply> Check(uint64_t epoch, std::chrono::milliseconds timeout);

@@ -78,7 +78,11 @@ void ClientEndpoint::Start(Engine* engine, std::function<pb::NodeInfo()> info,
   });
   admin_thread_ = std::thread([this] {
     SetThreadName("detdb-admin");
-    AdminLoop();
+    AdminLoop(false);
+  });
+  checkpoint_thread_ = std::thread([this] {
+    SetThreadName("detdb-ckpt");
+    AdminLoop(true);
   });
 }
 
@@ -93,6 +97,7 @@ void ClientEndpoint::Stop() {
   }
   admin_cv_.notify_all();
   if (admin_thread_.joinable()) admin_thread_.join();
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
   router_.reset();
 }
 
@@ -255,19 +260,21 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
     r.set_error("this node's workload has no consistency checker");
     Reply(identity, r);
   }
-  if (req.digest() || (req.check() && check_)) {
+  if (req.digest() || (req.check() && check_) || req.checkpoint()) {
     // Waiting for the schedulers may take a while: not on this thread.
     bool queued = false;
     {
       std::lock_guard<std::mutex> l(admin_mu_);
-      if (digests_.size() < kMaxQueuedDigests) {
+      if (digests_.size() + checkpoints_.size() < kMaxQueuedDigests) {
         if (req.digest()) digests_.push_back({identity, req.request_id(), req.digest_epoch(), false});
         if (req.check()) digests_.push_back({identity, req.request_id(), req.check_epoch(), true});
+        if (req.checkpoint())
+          checkpoints_.push_back({identity, req.request_id(), req.checkpoint_epoch(), false, /*checkpoint=*/true});
         queued = true;
       }
     }
     if (queued) {
-      admin_cv_.notify_one();
+      admin_cv_.notify_all();
     } else {
       pb::ClientReply r;
       r.set_request_id(req.request_id());
@@ -278,21 +285,35 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
   }
 }
 
-void ClientEndpoint::AdminLoop() {
+void ClientEndpoint::AdminLoop(bool checkpoints) {
   for (;;) {
     DigestRequest d;
     {
       std::unique_lock<std::mutex> l(admin_mu_);
-      admin_cv_.wait(l, [&] { return admin_stop_ || !digests_.empty(); });
+      std::deque<DigestRequest>& queue = checkpoints ? checkpoints_ : digests_;
+      admin_cv_.wait(l, [&] { return admin_stop_ || !queue.empty(); });
       if (admin_stop_) return;
-      d = std::move(digests_.front());
-      digests_.pop_front();
+      d = std::move(queue.front());
+      queue.pop_front();
     }
     Outgoing out;
     out.identity = d.identity;
     out.reply.set_request_id(d.request_id);
     absl::Status s;
-    if (d.check) {
+    if (d.checkpoint) {
+      auto c = engine_->Checkpoint(d.min_epoch, options_.digest_timeout, &admin_cancel_);
+      s = c.status();
+      if (c.ok()) {
+        pb::CheckpointInfo* ci = out.reply.mutable_checkpoint();
+        ci->set_epoch(c->epoch);
+        ci->set_bytes(c->bytes);
+        ci->set_path(c->path);
+        ci->set_pause_ms(c->pause_ms);
+        ci->set_fork_ms(c->fork_ms);
+        ci->set_write_ms(c->write_ms);
+        ci->set_total_ms(c->total_ms);
+      }
+    } else if (d.check) {
       s = engine_->AtEpochBoundary(d.min_epoch, options_.digest_timeout, &admin_cancel_,
                                    [&] { check_(&out.reply); });
     } else {

@@ -6,7 +6,8 @@
 //         engine (worker or network threads) for every txn submitted here.
 // OUTPUT: ClientReply frames: the results of txns (batched per client
 //         connection), immediate errors for txns refused before sequencing,
-//         NodeInfo, partition digests, the node's sequencer history.
+//         NodeInfo, partition digests, the node's sequencer history,
+//         checkpoints taken on request (Engine::Checkpoint).
 //
 // Validation before anything is sequenced: a frame larger than
 // max_request_bytes is refused before parsing, one that does not parse or
@@ -17,8 +18,9 @@
 // size) and the workload's txn_check. Replies never block the node: a client that went away or stopped
 // reading loses its replies (counted), the node goes on.
 //
-// Threads: one endpoint thread, and one admin thread that serves digest
-// requests (Engine::SnapshotDigests: they wait for the schedulers to reach
+// Threads: one endpoint thread, one admin thread that serves digest and
+// check requests and one that serves checkpoint requests (Engine::
+// SnapshotDigests, Engine::Checkpoint: they wait for the schedulers to reach
 // an epoch boundary; at most kMaxQueuedDigests queue, more are refused). Thread-safety: OnResult is thread-safe; Start/Stop from one
 // owner thread.
 #ifndef DETDB_DEPLOY_CLIENT_ENDPOINT_H_
@@ -104,10 +106,11 @@ class ClientEndpoint final : public TxnClient {
     std::string identity;
     pb::ClientReply reply;
   };
-  struct DigestRequest {  // digest or check: both wait for an epoch boundary
+  struct DigestRequest {  // digest, check or checkpoint: all wait for an epoch boundary
     std::string identity;
     uint64_t request_id, min_epoch;
     bool check;
+    bool checkpoint = false;
   };
 
   explicit ClientEndpoint(const ClientEndpointOptions& options);
@@ -125,7 +128,9 @@ class ClientEndpoint final : public TxnClient {
   void FlushIfDue();
   void EvictIdleClients();
   void Wake();
-  void AdminLoop();
+  // Serves digests_ (checkpoints = false) or checkpoints_ (true): a
+  // checkpoint writes for seconds, digests must not queue behind it.
+  void AdminLoop(bool checkpoints);
 
   const ClientEndpointOptions options_;
   Engine* engine_ = nullptr;
@@ -148,9 +153,11 @@ class ClientEndpoint final : public TxnClient {
   std::mutex admin_mu_;
   std::condition_variable admin_cv_;
   std::deque<DigestRequest> digests_;      // guarded by admin_mu_
+  std::deque<DigestRequest> checkpoints_;  // guarded by admin_mu_
   bool admin_stop_ = false;                // guarded by admin_mu_
   std::atomic<bool> admin_cancel_{false};  // makes a digest request give up at Stop()
   std::thread admin_thread_;
+  std::thread checkpoint_thread_;
 
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> requests_{0}, bad_frames_{0}, duplicates_{0}, refused_{0}, lost_replies_{0};

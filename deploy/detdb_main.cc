@@ -1,6 +1,7 @@
 // detdb: one node of a detdb cluster.
 //
 //   detdb --config=cluster.pbtxt --node_id=0 [--lock_manager=dclp --workers=2 ...]
+//   detdb ... --data_dir=DIR [--checkpoint_interval_s=60]   input log and checkpoints
 //
 // Binds the node's peer and client ports (from the config), loads its
 // partitions, waits for every other node of the config, then sequences,
@@ -50,6 +51,13 @@ DEFINE_string(log_sync, "fsync",
 DEFINE_int32(log_lazy_sync_ms, 20,
              "An idle epoch's empty batch is written and synced with the next batch that has txns, or after "
              "this many ms (0: every epoch synced at once, as before)");
+DEFINE_uint32(checkpoint_interval_s, 0,
+              "With --data_dir: take a checkpoint (DIR/ckpt) every this many seconds of epochs, at the same epochs "
+              "on every node, and cut the input log behind the older kept one (0: only on request, detdb-ctl "
+              "checkpoint)");
+DEFINE_uint64(log_segment_kb, 64 << 10,
+              "With --data_dir: the input log starts a new segment file once one is this big (checkpoints drop "
+              "whole segments behind them)");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
@@ -102,12 +110,22 @@ int main(int argc, char** argv) {
   o.max_request_bytes = FLAGS_max_request_bytes;
   o.handshake_timeout = std::chrono::seconds(FLAGS_handshake_timeout_s);
   o.data_dir = FLAGS_data_dir;
+  if (FLAGS_checkpoint_interval_s > 0 && FLAGS_data_dir.empty()) {
+    fprintf(stderr, "detdb: --checkpoint_interval_s needs --data_dir\n");
+    return 2;
+  }
+  o.checkpoint_interval = std::chrono::seconds(FLAGS_checkpoint_interval_s);
   if (FLAGS_log_sync != "fsync" && FLAGS_log_sync != "none") {
     fprintf(stderr, "detdb: --log_sync must be fsync or none\n");
     return 2;
   }
   o.engine.log.sync_mode = FLAGS_log_sync == "none" ? detdb::LogSyncMode::kNone : detdb::LogSyncMode::kFsync;
   o.engine.log.log_then_execute = FLAGS_log_then_execute;
+  if (FLAGS_log_segment_kb == 0) {
+    fprintf(stderr, "detdb: --log_segment_kb must be positive\n");
+    return 2;
+  }
+  o.engine.log.segment_bytes = FLAGS_log_segment_kb << 10;
   if (FLAGS_log_lazy_sync_ms < 0) {
     fprintf(stderr, "detdb: --log_lazy_sync_ms must be >= 0\n");
     return 2;

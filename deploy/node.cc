@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
     eo.log.dir = JoinPath(options.data_dir, "log");
     eo.log.config_hash = ClusterConfigHash(config);
     eo.on_log_failure = options.on_log_failure;
+    eo.checkpoint.dir = JoinPath(options.data_dir, "ckpt");
   }
   auto engine = Engine::Create(eo, node->partitioner_.get(), &node->procedures_);
   if (!engine.ok()) return engine.status();
@@ -87,6 +88,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
     auto recovered = node->engine_->RecoverLog();
     if (!recovered.ok()) return recovered.status();
     node->net_->SetRecoveredEpoch(*recovered);
+    node->net_->SetCheckpoints(node->engine_->checkpoint_epochs(), node->engine_->log_from_start());
     LOG(INFO) << "node " << options.node_id << ": input log " << eo.log.dir << " holds epochs 1.." << *recovered;
   }
   for (PartitionId p : node->engine_->local_partitions()) {
@@ -125,16 +127,25 @@ absl::Status Node::Start() {
             << " node(s)";
   auto start_us = net_->Handshake(options_.handshake_timeout);
   if (!start_us.ok()) return start_us.status();
-  std::optional<uint64_t> resume;
+  std::optional<uint64_t> resume, checkpoint;
   if (engine_->logging()) {
     auto agreed = net_->resume_epoch();
     if (!agreed.ok()) return agreed.status();
     resume = *agreed;
-    LOG(INFO) << "node " << options_.node_id << ": every node resumes after epoch " << *resume;
+    auto from = net_->checkpoint_epoch(*resume);
+    if (!from.ok()) return from.status();
+    checkpoint = *from;
+    LOG(INFO) << "node " << options_.node_id << ": every node resumes after epoch " << *resume
+              << (*from > 0 ? absl::StrCat(", from the checkpoint of epoch ", *from) : std::string());
   }
-  absl::Status s = engine_->Start(*start_us, resume);
+  absl::Status s = engine_->Start(*start_us, resume, checkpoint);
   if (!s.ok()) return s;
   ready_.store(true, std::memory_order_release);
+  if (engine_->logging() && options_.checkpoint_interval.count() > 0) {
+    const uint64_t every =
+        std::max<uint64_t>(1, static_cast<uint64_t>(options_.checkpoint_interval.count()) * 1000000 / epoch_us_);
+    checkpointer_ = std::thread([this, every] { CheckpointLoop(every); });
+  }
   LOG(INFO) << "node " << options_.node_id << " ready: " << engine_->local_partitions().size() << " partition(s), "
             << options_.engine.lock_manager << ", " << options_.engine.workers << " worker(s) per partition, epoch "
             << epoch_us_ << " us";
@@ -149,11 +160,41 @@ absl::Status Node::Stop(std::chrono::milliseconds drain) {
   // The engine refuses new txns at once and drains what it accepted; the
   // endpoint keeps delivering their replies until then (its last flush
   // happens in Stop), and the network keeps carrying reads and results.
+  {
+    std::lock_guard<std::mutex> l(checkpointer_mu_);
+    checkpointer_stop_ = true;
+  }
+  checkpointer_cancel_.store(true);
+  checkpointer_cv_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
   absl::Status s;
   if (engine_ != nullptr) s = engine_->Stop(drain);
   if (endpoint_ != nullptr) endpoint_->Stop();
   if (net_ != nullptr) net_->Stop();
   return s;
+}
+
+void Node::CheckpointLoop(uint64_t every) {
+  // Epochs of ~100 ms: the checkpoint is asked for that far ahead of the
+  // boundary (the schedulers must not have passed it).
+  const uint64_t ahead = std::max<uint64_t>(2, 100000 / epoch_us_);
+  uint64_t next = (engine_->open_epoch() / every + 1) * every;
+  std::unique_lock<std::mutex> l(checkpointer_mu_);
+  while (!checkpointer_stop_) {
+    // The sequencer's epoch: no partition has merged past it (the slowest
+    // partition's merged epoch may lag far behind the fastest's).
+    const uint64_t open = engine_->open_epoch();
+    if (open + ahead < next) {
+      checkpointer_cv_.wait_for(l, std::chrono::milliseconds(10));
+      continue;
+    }
+    l.unlock();
+    auto c = engine_->Checkpoint(next, std::chrono::seconds(60), &checkpointer_cancel_);
+    if (!c.ok() && !absl::IsCancelled(c.status()))
+      LOG(WARNING) << "node " << options_.node_id << ": periodic checkpoint of epoch " << next << ": " << c.status();
+    next = (std::max(next, engine_->open_epoch()) / every + 1) * every;
+    l.lock();
+  }
 }
 
 pb::NodeInfo Node::info() const {
@@ -184,6 +225,9 @@ pb::NodeInfo Node::info() const {
   i.set_durable_epoch(es.durable_epoch);
   i.set_durable_watermark(es.durable_watermark);
   i.set_replayed_txns(es.replayed_txns);
+  i.set_restored_checkpoint(es.restored_checkpoint);
+  i.set_checkpoints(es.checkpoints);
+  i.set_last_checkpoint_epoch(es.last_checkpoint_epoch);
   for (const SchedulerStats& ps : es.partitions) {
     i.set_committed(i.committed() + ps.committed);
     i.set_aborted(i.aborted() + ps.aborted);

@@ -15,8 +15,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "workloads/tpcc/random.h"
@@ -47,6 +50,11 @@ struct NodeOptions {
   // with the others on the epoch to resume at (the smallest recovered) and
   // replays up to it before it takes txns.
   std::string data_dir;
+  // With data_dir: checkpoints go to data_dir/ckpt (on request, detdb-ctl
+  // checkpoint) and, if nonzero, every checkpoint_interval of epochs: at
+  // every epoch that is a multiple of checkpoint_interval / epoch_us, so
+  // every node with the same interval takes them at the same epochs.
+  std::chrono::seconds checkpoint_interval{0};
   // Called once if the input log fails (the node must stop; it replies no more).
   std::function<void(const absl::Status&)> on_log_failure;
 };
@@ -70,6 +78,8 @@ class Node {
 
  private:
   explicit Node(const NodeOptions& options);
+  // The --checkpoint_interval_s thread.
+  void CheckpointLoop(uint64_t every_epochs);
 
   NodeOptions options_;
   uint64_t epoch_us_ = 0;
@@ -80,6 +90,11 @@ class Node {
   std::unique_ptr<Engine> engine_;
   std::atomic<bool> ready_{false};
   bool stopped_ = false;
+  std::thread checkpointer_;
+  std::mutex checkpointer_mu_;
+  std::condition_variable checkpointer_cv_;
+  bool checkpointer_stop_ = false;            // guarded by checkpointer_mu_
+  std::atomic<bool> checkpointer_cancel_{false};
 };
 
 }  // namespace detdb

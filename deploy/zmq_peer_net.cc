@@ -42,6 +42,8 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
   net->boot_us_.assign(net->num_nodes_, 0);
   net->recovered_.assign(net->num_nodes_, 0);
   net->has_log_of_.assign(net->num_nodes_, false);
+  net->checkpoints_of_.assign(net->num_nodes_, {});
+  net->from_start_of_.assign(net->num_nodes_, true);
   net->peer_durable_.assign(net->num_nodes_, 0);
   net->expected_seq_.assign(net->num_nodes_, 1);
   try {
@@ -83,6 +85,8 @@ void ZmqPeerNet::Start() {
     boot_us_[options_.node_id] = WallClockMicros();
     recovered_[options_.node_id] = recovered_epoch_;
     has_log_of_[options_.node_id] = has_log_;
+    checkpoints_of_[options_.node_id] = checkpoint_epochs_;
+    from_start_of_[options_.node_id] = log_from_start_;
   }
   thread_ = std::thread([this] {
     SetThreadName("detdb-net");
@@ -95,6 +99,8 @@ void ZmqPeerNet::Start() {
     m.mutable_hello()->set_epoch_us(options_.epoch_us);
     m.mutable_hello()->set_recovered_epoch(recovered_epoch_);
     m.mutable_hello()->set_has_log(has_log_);
+    for (uint64_t e : checkpoint_epochs_) m.mutable_hello()->add_checkpoint_epochs(e);
+    m.mutable_hello()->set_log_starts_later(!log_from_start_);
     SendTo(n, &m);
   }
 }
@@ -139,6 +145,26 @@ absl::StatusOr<uint64_t> ZmqPeerNet::resume_epoch() {
         " would drop acknowledged txns); restore its log, or remove every node's log to start afresh"));
   }
   return resume;
+}
+
+absl::StatusOr<uint64_t> ZmqPeerNet::checkpoint_epoch(uint64_t resume) {
+  std::lock_guard<std::mutex> l(hello_mu_);
+  // The newest epoch <= resume in every node's list.
+  for (uint64_t e : checkpoints_of_[options_.node_id]) {
+    if (e > resume) continue;
+    bool everywhere = true;
+    for (const auto& list : checkpoints_of_)
+      everywhere = everywhere && std::find(list.begin(), list.end(), e) != list.end();
+    if (everywhere) return e;
+  }
+  std::string later;
+  for (uint32_t n = 0; n < num_nodes_; ++n)
+    if (!from_start_of_[n]) absl::StrAppend(&later, later.empty() ? "" : ", ", n);
+  if (!later.empty())
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no checkpoint epoch at or before ", resume, " is held by every node, and the input log of node(s) ", later,
+        " no longer starts at epoch 1: the nodes cannot replay the same epochs; restore a common checkpoint"));
+  return 0;
 }
 
 void ZmqPeerNet::CancelHandshake() {
@@ -299,6 +325,9 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
         boot_us_[m.from_node()] = std::max<uint64_t>(1, m.hello().boot_us());
         recovered_[m.from_node()] = m.hello().recovered_epoch();
         has_log_of_[m.from_node()] = m.hello().has_log();
+        checkpoints_of_[m.from_node()].assign(m.hello().checkpoint_epochs().begin(),
+                                              m.hello().checkpoint_epochs().end());
+        from_start_of_[m.from_node()] = !m.hello().log_starts_later();
       }
       else
         LOG(WARNING) << "node " << m.from_node() << " said hello again (restarted?); ignored";

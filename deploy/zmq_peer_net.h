@@ -83,6 +83,17 @@ class ZmqPeerNet final : public PeerLink {
     recovered_epoch_ = epoch;
     has_log_ = true;
   }
+  // This node's valid checkpoint epochs (newest first) and whether its log
+  // still starts at epoch 1; sent in its Hello. REQUIRES: before Start.
+  void SetCheckpoints(std::vector<uint64_t> epochs, bool log_from_start) {
+    checkpoint_epochs_ = std::move(epochs);
+    log_from_start_ = log_from_start;
+  }
+  // After Handshake: the checkpoint every node starts from, the same on
+  // every node: the newest epoch <= resume that every node holds; 0 (replay
+  // from epoch 1) if there is none, which needs every node's log from epoch
+  // 1 (FailedPrecondition naming the nodes otherwise).
+  absl::StatusOr<uint64_t> checkpoint_epoch(uint64_t resume);
   // After Handshake returned OK: the smallest recovered epoch of all nodes,
   // where every node resumes. FailedPrecondition (naming the node) rather
   // than an epoch that would truncate a log wrongly: a node not heard, a node
@@ -149,6 +160,10 @@ class ZmqPeerNet final : public PeerLink {
   std::vector<bool> has_log_of_;                   // guarded by hello_mu_: each node's Hello.has_log
   uint64_t recovered_epoch_ = 0;                   // ours (set before Start)
   bool has_log_ = false;                           // ours (set before Start)
+  std::vector<uint64_t> checkpoint_epochs_;        // ours (set before Start)
+  bool log_from_start_ = true;                     // ours (set before Start)
+  std::vector<std::vector<uint64_t>> checkpoints_of_;  // guarded by hello_mu_: each node's Hello.checkpoint_epochs
+  std::vector<bool> from_start_of_;                // guarded by hello_mu_: each node's !Hello.log_starts_later
   std::atomic<uint64_t> durable_epoch_{0};         // ours, stamped on every message
   std::vector<uint64_t> peer_durable_;             // receive thread only: last seen per sender
   std::string hello_error_;                        // guarded by hello_mu_

@@ -75,6 +75,9 @@ class Recorder : public PeerHandler, public RemoteReadsReceiver {
 struct Pair {
   std::unique_ptr<ZmqPeerNet> net[2];
   Recorder rec[2];
+  // Checkpoint epochs and "log from epoch 1" per node (before Start).
+  std::vector<uint64_t> checkpoints[2];
+  bool from_start[2] = {true, true};
   absl::Status Create(const pb::ClusterConfig& c0, const pb::ClusterConfig& c1, uint64_t e0, uint64_t e1,
                       uint64_t recovered0 = 0, uint64_t recovered1 = 0, bool log1 = true) {
     const uint64_t recovered[2] = {recovered0, recovered1};
@@ -91,6 +94,7 @@ struct Pair {
       net[i]->SetHandler(&rec[i]);
       net[i]->RegisterReceiver(i, &rec[i]);
       if (i == 0 || log1) net[i]->SetRecoveredEpoch(recovered[i]);
+      net[i]->SetCheckpoints(checkpoints[i], from_start[i]);
     }
     for (auto& n : net) n->Start();
     return absl::OkStatus();
@@ -129,6 +133,37 @@ TEST(ZmqPeerNet, AgreesOnTheSmallestRecoveredEpochAndCarriesTheDurableEpoch) {
   for (int i = 0; i < 500 && p.rec[1].total() < 3; ++i) std::this_thread::sleep_for(milliseconds(10));
   std::lock_guard<std::mutex> l(p.rec[1].mu);
   EXPECT_EQ(p.rec[1].durable, (std::vector<std::pair<uint32_t, uint64_t>>{{0, 13}, {0, 14}}));
+}
+
+// Every node starts from the newest checkpoint epoch that all hold and that
+// is <= the resume epoch; with none, only if every log starts at epoch 1.
+TEST(ZmqPeerNet, AgreesOnTheNewestCheckpointEveryNodeHolds) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  {
+    Pair p;
+    p.checkpoints[0] = {30, 20, 10};
+    p.checkpoints[1] = {20, 10};  // its checkpoint of 30 was damaged
+    p.from_start[0] = p.from_start[1] = false;
+    ASSERT_TRUE(p.Create(c, c, 1000, 1000, 40, 40).ok());
+    ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+    ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+    EXPECT_EQ(*p.net[0]->checkpoint_epoch(40), 20u);
+    EXPECT_EQ(*p.net[1]->checkpoint_epoch(40), 20u);
+    EXPECT_EQ(*p.net[0]->checkpoint_epoch(15), 10u) << "never after the resume epoch";
+    auto none = p.net[0]->checkpoint_epoch(5);
+    EXPECT_TRUE(absl::IsFailedPrecondition(none.status())) << none.status();
+    EXPECT_NE(none.status().message().find("node(s) 0, 1"), std::string::npos) << none.status();
+  }
+  {
+    Pair p;
+    p.checkpoints[0] = {30};
+    p.checkpoints[1] = {};
+    ASSERT_TRUE(p.Create(c, c, 1000, 1000, 40, 40).ok());
+    ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+    ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+    EXPECT_EQ(*p.net[0]->checkpoint_epoch(40), 0u) << "no common one, every log from epoch 1: replay it all";
+    EXPECT_EQ(*p.net[1]->checkpoint_epoch(40), 0u);
+  }
 }
 
 TEST(ZmqPeerNet, ANodeWithoutALogOrWithAnEmptyOneIsRefusedRatherThanTruncating) {

@@ -14,6 +14,10 @@ struct FaultInjectingFileSystem::Node {
   std::string data;     // what reads see (the page cache)
   std::string durable;  // what survives a crash (the disk)
   bool name_durable = false;
+  // The path a crash leaves the file at once name_durable: the path it had
+  // at the last SyncDir of its directory (a rename not yet followed by a
+  // SyncDir of the new directory is undone by a crash).
+  std::string durable_path;
   // Bytes [lost_begin, lost_end) were covered by a failed Sync: the kernel
   // dropped them, a later successful Sync writes zeros there.
   uint64_t lost_begin = 0;
@@ -199,7 +203,10 @@ absl::Status FaultInjectingFileSystem::SyncDir(const std::string& dir) {
   std::lock_guard<std::mutex> l(mu_);
   if (!dirs_.count(dir)) return Errno(ENOENT, "open", dir);
   for (auto& [path, node] : files_) {
-    if (DirName(path) == dir) node->name_durable = true;
+    if (DirName(path) == dir) {
+      node->name_durable = true;
+      node->durable_path = path;
+    }
   }
   return absl::OkStatus();
 }
@@ -225,6 +232,7 @@ void FaultInjectingFileSystem::SimulateCrash(CrashMode mode, uint64_t seed) {
   std::lock_guard<std::mutex> l(mu_);
   std::mt19937_64 rng(seed);
   ++generation_;
+  std::vector<std::pair<std::string, std::shared_ptr<Node>>> renamed_back;
   for (auto it = files_.begin(); it != files_.end();) {
     Node& n = *it->second;
     if (!n.name_durable && (mode == CrashMode::kDrop || rng() % 2 == 0)) {
@@ -251,10 +259,21 @@ void FaultInjectingFileSystem::SimulateCrash(CrashMode mode, uint64_t seed) {
     }
     n.data = kept;
     n.durable = std::move(kept);
-    n.name_durable = true;
     n.lost_begin = n.lost_end = 0;
+    // A rename whose directory was not synced: kDrop undoes it, kTear
+    // undoes it with probability 1/2.
+    if (n.name_durable && !n.durable_path.empty() && n.durable_path != it->first &&
+        (mode == CrashMode::kDrop || rng() % 2 == 0)) {
+      std::shared_ptr<Node> moved = it->second;
+      it = files_.erase(it);
+      renamed_back.emplace_back(moved->durable_path, std::move(moved));
+      continue;
+    }
+    n.name_durable = true;
+    n.durable_path = it->first;
     ++it;
   }
+  for (auto& [path, node] : renamed_back) files_[path] = std::move(node);
 }
 
 void FaultInjectingFileSystem::FailNextSync() {

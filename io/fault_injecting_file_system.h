@@ -21,9 +21,16 @@
 //  * SetSpaceLimit(bytes): the total size of all files is capped; an Append
 //    that would pass it writes what fits, then fails with ENOSPC.
 //
-// Simplifications, as the input log does not depend on them: directories
-// exist as soon as CreateDir returns; Rename and Remove are durable at once;
-// Truncate is durable at once and never fails.
+//  * Rename is durable only once SyncDir(the new name's directory) ran:
+//    a crash before that (kDrop; kTear with probability 1/2) puts the file
+//    back at the name it had at its directory's last SyncDir (a file whose
+//    name was never synced is dropped as above). Checkpoints publish with
+//    write, fsync, rename, SyncDir and depend on it.
+//
+// Simplifications, as the input log and checkpoints do not depend on them:
+// directories exist as soon as CreateDir returns; Remove is durable at
+// once; a rename over an existing file loses that file even if a crash
+// undoes the rename; Truncate is durable at once and never fails.
 //
 // Thread-safety: thread-safe (one mutex).
 #ifndef DETDB_IO_FAULT_INJECTING_FILE_SYSTEM_H_

@@ -42,6 +42,23 @@ TEST_F(FaultFsTest, BehavesLikeAFileSystem) {
   EXPECT_FALSE(*fs_.FileExists("/d/b"));
 }
 
+TEST_F(FaultFsTest, ARenameIsUndoneByACrashUntilItsDirectoryIsSynced) {
+  {
+    auto f = Open("/d/tmp");
+    ASSERT_TRUE(f->Append("x").ok());
+    ASSERT_TRUE(f->Sync().ok());
+  }
+  ASSERT_TRUE(fs_.SyncDir("/d").ok());
+  ASSERT_TRUE(fs_.Rename("/d/tmp", "/d/final").ok());
+  fs_.SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
+  EXPECT_EQ((std::vector<std::string>{"tmp"}), *fs_.ListDir("/d"));
+  ASSERT_TRUE(fs_.Rename("/d/tmp", "/d/final").ok());
+  ASSERT_TRUE(fs_.SyncDir("/d").ok());
+  fs_.SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
+  EXPECT_EQ((std::vector<std::string>{"final"}), *fs_.ListDir("/d"));
+  EXPECT_EQ("x", *fs_.ReadFile("/d/final", 10));
+}
+
 TEST_F(FaultFsTest, CrashDropsUnsyncedBytesAndUnsyncedNames) {
   auto a = Open("/d/a");
   ASSERT_TRUE(fs_.SyncDir("/d").ok());

@@ -90,7 +90,8 @@ uint64_t Engine::RegisterClient(TxnClient* client) {
   return clients_.size();  // ids start at 1; 0 means "no client"
 }
 
-absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epoch) {
+absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epoch,
+                           std::optional<uint64_t> checkpoint_epoch) {
   if (started_) return absl::FailedPreconditionError("engine already started");
   const PartitionId first = local_[0];
   for (PartitionId p : local_) {
@@ -105,7 +106,7 @@ absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epo
   started_ = true;
   for (PartitionId p : local_) schedulers_[p]->Start();
   if (stage_ != nullptr) {
-    absl::Status s = ReplayLog(resume_epoch);
+    absl::Status s = ReplayLog(resume_epoch, checkpoint_epoch);
     if (!s.ok()) {
       stopped_ = true;
       accepting_.store(false, std::memory_order_release);
@@ -257,6 +258,7 @@ absl::Status Engine::SubmitGroup(std::vector<pb::Txn>* txns, bool validate) {
 }
 
 void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
+  if (options_.peers == nullptr && !options_.checkpoint.dir.empty()) NoteBatchIds(*batch);
   if (options_.record_history) {
     std::lock_guard<std::mutex> l(history_mu_);
     history_.push_back(batch);
@@ -439,6 +441,7 @@ absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> Engine::SnapshotDi
 
 absl::Status Engine::AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds timeout,
                                      const std::atomic<bool>* cancel, const std::function<void()>& fn) {
+  std::lock_guard<std::mutex> one_at_a_time(boundary_mu_);
   std::vector<PartitionId> held;
   auto release = [&] {
     for (PartitionId p : held) schedulers_[p]->ReleaseHold();
@@ -523,6 +526,9 @@ EngineStats Engine::stats() const {
     s.held_replies = stage_->held();
   }
   s.replayed_txns = replayed_.load();
+  s.restored_checkpoint = restored_checkpoint_.load();
+  s.checkpoints = checkpoints_.load();
+  s.last_checkpoint_epoch = last_checkpoint_epoch_.load();
   for (PartitionId p : local_) s.partitions.push_back(schedulers_[p]->stats());
   return s;
 }

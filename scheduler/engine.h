@@ -37,10 +37,13 @@
 #include <string>
 #include <vector>
 
+#include <deque>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "common/partitioner.h"
 #include "lockmgr/lock_manager.h"
+#include "scheduler/checkpoint.h"
 #include "proto/detdb.pb.h"
 #include "scheduler/log_stage.h"
 #include "scheduler/peer_link.h"
@@ -86,6 +89,9 @@ struct EngineOptions {
   // Called once (on the thread that saw it) when the log fails: the engine
   // stops accepting and never replies again; the node must stop.
   std::function<void(const absl::Status&)> on_log_failure;
+  // Checkpoints (checkpoint.dir empty: none; needs the input log): see
+  // Checkpoint() and scheduler/checkpoint.h. checkpoint.fs: log.fs if null.
+  CheckpointOptions checkpoint;
 };
 
 struct EngineStats {
@@ -94,6 +100,8 @@ struct EngineStats {
   uint64_t durable_epoch = 0, durable_watermark = 0;     // input log: here, on every node
   uint64_t held_replies = 0;                             // results waiting for durability
   uint64_t replayed_txns = 0;                            // from the log at Start
+  uint64_t restored_checkpoint = 0;                      // epoch of the checkpoint Start loaded (0: none)
+  uint64_t checkpoints = 0, last_checkpoint_epoch = 0;   // taken since start
   std::vector<SchedulerStats> partitions;
 };
 
@@ -126,12 +134,36 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // epoch; a cluster passes the smallest of all nodes', see
   // ZmqPeerNet::resume_epoch) and waits until their results are out, then
   // starts the sequencer at resume_epoch + 1.
-  absl::Status Start(uint64_t start_us = 0, std::optional<uint64_t> resume_epoch = std::nullopt);
+  // With checkpoints: the state is first loaded from the checkpoint of
+  // epoch `checkpoint_epoch` (a cluster passes the one every node has, see
+  // ZmqPeerNet::checkpoint_epoch; 0: none, replay from epoch 1; default:
+  // the newest valid one RecoverLog found at or before resume_epoch) and
+  // only the log after it is replayed.
+  absl::Status Start(uint64_t start_us = 0, std::optional<uint64_t> resume_epoch = std::nullopt,
+                     std::optional<uint64_t> checkpoint_epoch = std::nullopt);
   // Checks the input log and trims a torn tail; returns its last complete
   // epoch. DataLoss / FailedPrecondition (naming the file and offset) when
   // the node must refuse to start. REQUIRES: options.log.dir set, before Start.
   absl::StatusOr<uint64_t> RecoverLog();
   bool logging() const { return stage_ != nullptr; }
+  // After RecoverLog: the epochs of the valid checkpoints recovery can start
+  // from (newest first), and whether the log still starts at epoch 1 (a
+  // start without a checkpoint is possible).
+  const std::vector<uint64_t>& checkpoint_epochs() const { return checkpoint_epochs_; }
+  bool log_from_start() const { return log_from_start_; }
+
+  // Takes a checkpoint of the local partitions at the boundary after
+  // `epoch` (every txn of epochs <= epoch applied, none later): pauses the
+  // schedulers there only for a fork() (scheduler/checkpoint.h), lets them
+  // run on while the child writes the file, publishes it once `epoch` is
+  // durable on every node, keeps the newest options.checkpoint.keep and
+  // drops the input log's segments behind the oldest kept one. Every node
+  // asked for the same epoch captures the same cut. FailedPrecondition
+  // without the input log and checkpoint dir, or if a partition already
+  // merged past `epoch` (ask for a later one); DeadlineExceeded after
+  // timeout. Thread-safe: captures one at a time, writes may overlap.
+  absl::StatusOr<CheckpointStats> Checkpoint(uint64_t epoch, std::chrono::milliseconds timeout,
+                                             const std::atomic<bool>* cancel = nullptr);
   // True while Start() replays the log (results then are the log's, again).
   bool replaying() const { return replaying_.load(std::memory_order_acquire); }
   bool log_failed() const { return stage_ != nullptr && stage_->failed(); }
@@ -204,7 +236,17 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
 
  private:
   // Start's part with the input log (engine_recovery.cc): replay, wait.
-  absl::Status ReplayLog(std::optional<uint64_t> resume_epoch);
+  absl::Status ReplayLog(std::optional<uint64_t> resume_epoch, std::optional<uint64_t> checkpoint_epoch);
+  // engine_checkpoint.cc: finds the valid checkpoints (RecoverLog); loads
+  // the one to start from into the stores, returns its epoch (0: none).
+  absl::Status FindCheckpoints(uint64_t log_epoch);
+  absl::StatusOr<uint64_t> RestoreCheckpoint(uint64_t resume, std::optional<uint64_t> checkpoint_epoch,
+                                             TxnId* last_id);
+  CheckpointOptions checkpoint_options() const;
+  // One process: the largest txn id of the epochs <= epoch (for a
+  // checkpoint's header); NoteBatchIds keeps what it needs (sequencer thread).
+  TxnId LastIdThrough(uint64_t epoch);
+  void NoteBatchIds(const pb::Batch& batch);
   void OnLogFailure(const absl::Status& s);
   // Why Submit refuses: the log's error once it failed, else Unavailable.
   absl::Status NotAccepting() const;
@@ -254,6 +296,17 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   static constexpr size_t kMaxEarlyResults = 1u << 20;
   bool early_results_open_ = false;             // guarded by awaiting_mu_
   std::vector<pb::TxnResult> early_results_;    // guarded by awaiting_mu_
+  // Checkpoints.
+  std::vector<uint64_t> checkpoint_epochs_;          // owner thread, from RecoverLog
+  bool log_from_start_ = true;                       // owner thread
+  std::optional<LoadedCheckpoint> newest_checkpoint_;  // owner thread: read by RecoverLog, freed by Start
+  std::atomic<uint64_t> restored_checkpoint_{0}, checkpoints_{0}, last_checkpoint_epoch_{0};
+  std::mutex checkpoint_mu_;  // one capture (boundary hold + fork) at a time
+  std::mutex publish_mu_;     // one publish (rename, prune, log cut) at a time
+  std::mutex boundary_mu_;    // one AtEpochBoundary at a time (one hold per scheduler)
+  std::mutex ids_mu_;
+  std::deque<std::pair<uint64_t, TxnId>> epoch_last_ids_;  // guarded by ids_mu_: (epoch, its last id)
+  TxnId ids_floor_ = 0;                                     // guarded by ids_mu_: the id of earlier epochs
   mutable std::mutex history_mu_;
   std::vector<std::shared_ptr<const pb::Batch>> history_;  // guarded by history_mu_
 };

@@ -17,12 +17,13 @@ absl::StatusOr<uint64_t> Engine::RecoverLog() {
   }
   auto e = stage_->Recover();
   if (!e.ok()) return e.status();
+  if (absl::Status c = FindCheckpoints(*e); !c.ok()) return c;
   log_recovered_ = true;
   log_epoch_ = *e;
   return *e;
 }
 
-absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch) {
+absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch, std::optional<uint64_t> checkpoint_epoch) {
   if (!log_recovered_) {
     auto e = RecoverLog();
     if (!e.ok()) return e.status();
@@ -37,7 +38,13 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch) {
   // Only replayed txns are answered during replay (txns submitted before
   // Start in one process wait in the sequencer, which starts after it).
   const uint64_t replied_before = replied_.load();
-  auto in = stage_->Open(resume);
+  TxnId checkpoint_last_id = 0;
+  auto from = RestoreCheckpoint(resume, checkpoint_epoch, &checkpoint_last_id);
+  if (!from.ok()) {
+    (void)stage_->Close();
+    return from.status();
+  }
+  auto in = stage_->Open(resume, *from + 1, checkpoint_last_id);
   if (!in.ok()) {
     (void)stage_->Close();  // no writer callbacks into a half-started engine
     return in.status();
@@ -84,8 +91,13 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   sequencer_->ResumeAt(resume + 1, options_.peers != nullptr ? 1 : in->last_id + 1);
+  {
+    std::lock_guard<std::mutex> l(ids_mu_);
+    ids_floor_ = in->last_id;
+  }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  LOG(INFO) << "input log " << options_.log.dir << ": replayed " << total << " txns of epochs 1.." << resume
+  LOG(INFO) << "input log " << options_.log.dir << ": replayed " << total << " txns of epochs " << *from + 1 << ".."
+            << resume << (*from > 0 ? absl::StrCat(" after checkpoint ", *from) : std::string())
             << " in " << ms << " ms; sequencing resumes at epoch " << resume + 1;
   return absl::OkStatus();
 }

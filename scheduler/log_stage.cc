@@ -45,7 +45,7 @@ absl::StatusOr<uint64_t> LogStage::Recover() {
   return recovered_epoch_;
 }
 
-absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch) {
+absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch, uint64_t first_epoch, TxnId last_id_floor) {
   if (!recovered_)
     return absl::FailedPreconditionError(absl::StrCat("input log ", options_.dir, ": Open before Recover (it would "
                                                       "truncate a log it has not checked)"));
@@ -58,9 +58,13 @@ absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch) {
   if (!trimmed.ok()) return trimmed.status();
   RecoveredInput in;
   in.epoch = resume_epoch;
+  in.last_id = last_id_floor;
   RecoveryOptions read = ro;
   read.trim_torn_tail = false;
+  uint64_t seen_first = 0;
   auto r = RecoverInputLog(options_.dir, read, [&](const RecordLocation& at, const LogRecordView& v) {
+    if (seen_first == 0) seen_first = v.header.epoch;
+    if (v.header.epoch < first_epoch) return absl::OkStatus();  // before the checkpoint
     auto b = std::make_shared<pb::Batch>();
     if (!b->ParseFromArray(v.payload.data(), static_cast<int>(v.payload.size())) ||
         b->epoch() != v.header.epoch || b->sequencer_id() != v.header.sequencer_id)
@@ -71,6 +75,11 @@ absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch) {
     return absl::OkStatus();
   });
   if (!r.ok()) return r.status();
+  if (seen_first > first_epoch || (seen_first == 0 && first_epoch <= resume_epoch))
+    return absl::DataLossError(absl::StrCat("input log ", options_.dir, ": replay must start at epoch ", first_epoch,
+                                            " but the log starts at ",
+                                            seen_first == 0 ? std::string("nothing (empty)")
+                                                            : absl::StrCat("epoch ", seen_first)));
   InputLogOptions wo;
   wo.dir = options_.dir;
   wo.fs = options_.fs;

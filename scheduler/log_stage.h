@@ -25,8 +25,8 @@
 // damage with file and offset) and returns its last complete epoch L; a
 // cluster agrees on R = min over the nodes' L; Open(R) drops what follows
 // R, returns epochs <= R for replay, and opens the writer after them. A
-// later checkpoint can supply the start epoch and state; for now replay
-// starts at the log's first epoch.
+// checkpoint supplies the start epoch and state (Open's first_epoch);
+// without one replay starts at the log's first epoch.
 //
 // Thread-safety: Add, Hold, OnPeerDurable and the getters are thread-safe;
 // Recover/Open/Close from the engine's owner thread.
@@ -100,7 +100,10 @@ class LogStage {
   absl::StatusOr<uint64_t> Recover();
   // REQUIRES: Recover() ran (FailedPrecondition otherwise: Open truncates
   // after resume_epoch); resume_epoch <= what it returned.
-  absl::StatusOr<RecoveredInput> Open(uint64_t resume_epoch);
+  // first_epoch: the batches handed back start there (recovery from a
+  // checkpoint of first_epoch - 1; the log must hold it: DataLoss
+  // otherwise); last_id_floor: the checkpoint's last txn id (dense ids).
+  absl::StatusOr<RecoveredInput> Open(uint64_t resume_epoch, uint64_t first_epoch = 1, TxnId last_id_floor = 0);
 
   void Add(std::shared_ptr<const pb::Batch> batch);
   void Hold(const pb::TxnResult& result);

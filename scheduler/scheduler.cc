@@ -99,6 +99,16 @@ bool Scheduler::HoldAt(uint64_t epoch) {
   return merger_.HoldAt(epoch);
 }
 
+void Scheduler::SkipTo(uint64_t epoch) {
+  {
+    std::lock_guard<std::mutex> l(in_mu_);
+    const uint64_t dropped = merger_.SkipTo(epoch);
+    enqueued_.fetch_sub(dropped, std::memory_order_acq_rel);
+    merged_epoch_.store(merger_.merged_epoch(), std::memory_order_release);
+  }
+  lock_notifier_.Notify();
+}
+
 void Scheduler::ReleaseHold() {
   {
     std::lock_guard<std::mutex> l(in_mu_);

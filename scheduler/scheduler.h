@@ -139,6 +139,10 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   // Thread-safe; one hold at a time.
   bool HoldAt(uint64_t epoch);
   void ReleaseHold();
+  // Recovery from a checkpoint of epoch - 1: the merge starts at `epoch`
+  // (sub-batches of earlier epochs are dropped). REQUIRES: nothing merged
+  // yet (the engine calls it before it replays the log). Thread-safe.
+  void SkipTo(uint64_t epoch);
   // Lock manager statistics; REQUIRES: stopped.
   LockStats lock_stats() const { return core_.lock_manager().stats(); }
   // REQUIRES: stopped. True iff no txn is admitted or parked.

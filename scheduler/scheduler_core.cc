@@ -27,6 +27,15 @@ bool SubBatchMerger::NextHasTxns() const {
   return it != pending_.end() && !it->second.txns.empty();
 }
 
+uint64_t SubBatchMerger::SkipTo(uint64_t epoch) {
+  uint64_t dropped = 0;
+  auto end = pending_.lower_bound({epoch, 0});
+  for (auto it = pending_.begin(); it != end; ++it) dropped += it->second.txns.size();
+  pending_.erase(pending_.begin(), end);
+  if (epoch > next_.first) next_ = {epoch, 0};
+  return dropped;
+}
+
 bool SubBatchMerger::HoldAt(uint64_t epoch) {
   if (next_ > std::make_pair(epoch, 0u)) return false;  // already merging epoch or later
   hold_epoch_ = epoch;

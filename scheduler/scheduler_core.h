@@ -65,6 +65,10 @@ class SubBatchMerger {
   // part of `epoch` or later is merged already.
   bool HoldAt(uint64_t epoch);
   void ReleaseHold() { hold_epoch_ = UINT64_MAX; }
+  // Starts the merge at `epoch` instead (recovery from a checkpoint of
+  // epoch - 1): drops sub-batches of earlier epochs and returns the number
+  // of txns they held. REQUIRES: nothing merged yet, epoch >= merged_epoch().
+  uint64_t SkipTo(uint64_t epoch);
   // Every sub-batch of every epoch below this one has been taken.
   uint64_t merged_epoch() const { return next_.first; }
 

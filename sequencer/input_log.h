@@ -193,6 +193,19 @@ absl::StatusOr<RecoveryResult> RecoverInputLog(const std::string& dir, const Rec
 absl::StatusOr<RecoveryResult> TruncateInputLogAfter(const std::string& dir, uint64_t last_epoch,
                                                      const RecoveryOptions& options);
 
+// Drops the log's prefix behind a checkpoint at `epoch`: removes every
+// segment whose records all have epochs <= epoch (a segment is such when
+// the next segment starts at or before epoch + 1; the last segment is never
+// removed), oldest first, then syncs the directory. A crash between steps
+// leaves a log that starts later but still at or before epoch + 1 (running
+// it again finishes). Reads only the names (no record is read).
+// Returns the number of segments removed.
+absl::StatusOr<size_t> DropInputLogBefore(const std::string& dir, uint64_t epoch, FileSystem* fs = nullptr);
+
+// The first epoch of the log's first segment (from its name); nullopt when
+// the log has no segment.
+absl::StatusOr<std::optional<uint64_t>> InputLogFirstEpoch(const std::string& dir, FileSystem* fs = nullptr);
+
 // Every record of the log (read-only), for tests and tools.
 absl::StatusOr<std::vector<LogRecord>> ReadInputLog(const std::string& dir, RecoveryOptions options);
 

@@ -196,6 +196,47 @@ absl::StatusOr<RecoveryResult> TruncateInputLogAfter(const std::string& dir, uin
   return RecoverInputLog(dir, o);
 }
 
+namespace {
+// Segment names in dir, in log order (a missing dir: none).
+absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> ListSegments(const std::string& dir,
+                                                                           FileSystem* fs) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  auto names = fs->ListDir(dir);
+  if (!names.ok()) {
+    if (absl::IsNotFound(names.status())) return out;
+    return names.status();
+  }
+  for (const std::string& name : *names)
+    if (auto epoch = ParseSegmentName(name)) out.emplace_back(name, *epoch);
+  return out;
+}
+}  // namespace
+
+absl::StatusOr<size_t> DropInputLogBefore(const std::string& dir, uint64_t epoch, FileSystem* fs) {
+  if (fs == nullptr) fs = PosixFileSystem();
+  auto segments = ListSegments(dir, fs);
+  if (!segments.ok()) return segments.status();
+  size_t removed = 0;
+  // Oldest first: a crash leaves a log that starts later, never one with a gap.
+  for (size_t i = 0; i + 1 < segments->size(); ++i) {
+    if ((*segments)[i + 1].second > epoch + 1) break;
+    if (absl::Status s = fs->Remove(JoinPath(dir, (*segments)[i].first)); !s.ok()) return s;
+    ++removed;
+  }
+  if (removed > 0) {
+    if (absl::Status s = fs->SyncDir(dir); !s.ok()) return s;
+  }
+  return removed;
+}
+
+absl::StatusOr<std::optional<uint64_t>> InputLogFirstEpoch(const std::string& dir, FileSystem* fs) {
+  if (fs == nullptr) fs = PosixFileSystem();
+  auto segments = ListSegments(dir, fs);
+  if (!segments.ok()) return segments.status();
+  if (segments->empty()) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(segments->front().second);
+}
+
 absl::StatusOr<std::vector<LogRecord>> ReadInputLog(const std::string& dir, RecoveryOptions options) {
   options.trim_torn_tail = false;
   std::vector<LogRecord> out;

@@ -130,5 +130,42 @@ TEST(InputLogTruncateTest, ACrashAfterEveryStepLeavesAGapFreeLogAndARerunFinishe
   }
 }
 
+// DropInputLogBefore (the cut behind a checkpoint): only segments whose
+// records are all at or before the checkpoint go, oldest first; a crash
+// after any step leaves a log that recovers and still holds every epoch
+// after the checkpoint; a rerun finishes.
+TEST(InputLogTruncateTest, DroppingBeforeACheckpointKeepsEveryLaterEpochAfterACrashAtAnyStep) {
+  for (uint64_t checkpoint : {0ull, 1ull, 4ull, 7ull, 12ull, 20ull}) {
+    for (int budget = 0; budget < 20; ++budget) {
+      SCOPED_TRACE(testing::Message() << "checkpoint " << checkpoint << ", died after " << budget << " steps");
+      FaultInjectingFileSystem base;
+      WriteLog(&base);
+      const size_t segments = base.ListDir(kDir)->size();
+      DyingFileSystem dying(&base, budget);
+      auto dropped = DropInputLogBefore(kDir, checkpoint, &dying);
+      if (!dropped.ok()) {
+        ASSERT_TRUE(dying.died()) << dropped.status();
+        base.SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
+      }
+      for (int round = 0; round < 2; ++round) {
+        auto left = RecoverInputLog(kDir, Recovery(&base));
+        ASSERT_TRUE(left.ok()) << left.status();
+        EXPECT_EQ(left->last_complete_epoch, 12u);
+        auto first = InputLogFirstEpoch(kDir, &base);
+        ASSERT_TRUE(first.ok() && first->has_value());
+        EXPECT_LE(**first, std::min<uint64_t>(checkpoint + 1, 12)) << "an epoch after the checkpoint was dropped";
+        if (round == 0) {
+          auto again = DropInputLogBefore(kDir, checkpoint, &base);
+          ASSERT_TRUE(again.ok()) << again.status();
+        }
+      }
+      auto first = InputLogFirstEpoch(kDir, &base);
+      if (checkpoint >= 4) EXPECT_GT(**first, 1u) << "nothing dropped";
+      if (checkpoint == 0) EXPECT_EQ(base.ListDir(kDir)->size(), segments);
+      if (dropped.ok()) break;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace detdb

@@ -1,0 +1,427 @@
+#include "scheduler/checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "io/crc32c.h"
+
+namespace detdb {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the formats are little-endian");
+
+constexpr size_t kHeaderFixedBytes = 40;
+constexpr char kPrefix[] = "ckpt-";
+constexpr char kSuffix[] = ".ckpt";
+constexpr char kTmpSuffix[] = ".tmp";
+
+FileSystem* FsOf(const CheckpointOptions& o) { return o.fs != nullptr ? o.fs : PosixFileSystem(); }
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The child's output: a buffer flushed with write(2).
+class RawWriter {
+ public:
+  RawWriter(int fd, char* buf, size_t cap) : fd_(fd), buf_(buf), cap_(cap) {}
+  bool Put(const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n > 0) {
+      if (used_ == cap_ && !Flush()) return false;
+      const size_t k = std::min(n, cap_ - used_);
+      std::memcpy(buf_ + used_, c, k);
+      used_ += k;
+      c += k;
+      n -= k;
+    }
+    return true;
+  }
+  template <typename T>
+  bool PutInt(T v) {
+    return Put(&v, sizeof(v));
+  }
+  bool Flush() {
+    size_t off = 0;
+    while (off < used_) {
+      const ssize_t w = write(fd_, buf_ + off, used_ - off);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return false;
+      }
+      off += static_cast<size_t>(w);
+    }
+    used_ = 0;
+    return true;
+  }
+
+ private:
+  const int fd_;
+  char* const buf_;
+  const size_t cap_;
+  size_t used_ = 0;
+};
+
+// Bounds-checked reader over a loaded file.
+class Cursor {
+ public:
+  explicit Cursor(std::string_view data) : data_(data) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (data_.size() - off_ < sizeof(T)) return false;
+    std::memcpy(v, data_.data() + off_, sizeof(T));
+    off_ += sizeof(T);
+    return true;
+  }
+  bool Skip(uint64_t n, const char** at) {
+    if (data_.size() - off_ < n) return false;
+    *at = data_.data() + off_;
+    off_ += n;
+    return true;
+  }
+  size_t offset() const { return off_; }
+  bool done() const { return off_ == data_.size(); }
+
+ private:
+  std::string_view data_;
+  size_t off_ = 0;
+};
+
+std::string TmpPath(const CheckpointOptions& o, uint64_t epoch) {
+  return JoinPath(o.dir, CheckpointName(epoch) + kTmpSuffix);
+}
+
+// Walks the content (without trailer), calling table(partition, table id,
+// value size, count) and record(key, value) for each; false if malformed.
+template <typename TableFn, typename RecordFn>
+bool WalkContent(std::string_view content, CheckpointMeta* meta, std::string* why, TableFn table, RecordFn record) {
+  Cursor c(content);
+  uint32_t magic = 0, n = 0, reserved = 0;
+  uint16_t version = 0, flags = 0;
+  if (!c.Get(&magic) || !c.Get(&version) || !c.Get(&flags) || !c.Get(&meta->epoch) || !c.Get(&meta->config_hash) ||
+      !c.Get(&meta->last_txn_id) || !c.Get(&n) || !c.Get(&reserved)) {
+    *why = "header cut short";
+    return false;
+  }
+  if (magic != kCheckpointMagic) {
+    *why = "bad magic";
+    return false;
+  }
+  if (version != kCheckpointVersion || flags != 0 || reserved != 0) {
+    *why = absl::StrCat("unknown format version ", version, " or flags ", flags);
+    return false;
+  }
+  if (n == 0 || n > 1024) {
+    *why = absl::StrCat("partition count ", n);
+    return false;
+  }
+  meta->partitions.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t p = 0;
+    if (!c.Get(&p)) {
+      *why = "partition ids cut short";
+      return false;
+    }
+    meta->partitions.push_back(p);
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t p = 0, tables = 0;
+    if (!c.Get(&p) || !c.Get(&tables) || p != meta->partitions[i] || tables > 256) {
+      *why = absl::StrCat("bad section of partition ", meta->partitions[i], " at offset ", c.offset());
+      return false;
+    }
+    for (uint32_t t = 0; t < tables; ++t) {
+      uint32_t id = 0, value_size = 0;
+      uint64_t count = 0;
+      if (!c.Get(&id) || !c.Get(&value_size) || !c.Get(&count) || id > 255 || value_size > (1u << 20)) {
+        *why = absl::StrCat("bad table header at offset ", c.offset());
+        return false;
+      }
+      if (!table(p, id, value_size, count)) {
+        *why = absl::StrCat("table ", id, " of partition ", p, " does not match the store");
+        return false;
+      }
+      Key prev = 0;
+      for (uint64_t r = 0; r < count; ++r) {
+        Key k = 0;
+        const char* value = nullptr;
+        if (!c.Get(&k) || !c.Skip(value_size, &value) || KeyTable(k) != id || (r > 0 && k <= prev)) {
+          *why = absl::StrCat("bad record ", r, " of table ", id, " at offset ", c.offset());
+          return false;
+        }
+        prev = k;
+        record(k, value, value_size);
+      }
+    }
+  }
+  if (!c.done()) {
+    *why = absl::StrCat("trailing bytes at offset ", c.offset());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string CheckpointName(uint64_t epoch) {
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%s%020lu%s", kPrefix, static_cast<unsigned long>(epoch), kSuffix);
+  return buf;
+}
+
+std::optional<uint64_t> ParseCheckpointName(std::string_view name) {
+  const size_t p = sizeof(kPrefix) - 1, s = sizeof(kSuffix) - 1;
+  if (name.size() != p + 20 + s || name.substr(0, p) != kPrefix || name.substr(p + 20) != kSuffix) return std::nullopt;
+  uint64_t e = 0;
+  for (char ch : name.substr(p, 20)) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    e = e * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  return e;
+}
+
+bool WriteCheckpointContent(int fd, const CheckpointMeta& meta, const std::vector<const PartitionStore*>& stores,
+                            char* buf, size_t buf_bytes) {
+  RawWriter w(fd, buf, buf_bytes);
+  bool ok = w.PutInt<uint32_t>(kCheckpointMagic) && w.PutInt<uint16_t>(kCheckpointVersion) &&
+            w.PutInt<uint16_t>(0) && w.PutInt<uint64_t>(meta.epoch) && w.PutInt<uint64_t>(meta.config_hash) &&
+            w.PutInt<uint64_t>(meta.last_txn_id) && w.PutInt<uint32_t>(static_cast<uint32_t>(stores.size())) &&
+            w.PutInt<uint32_t>(0);
+  for (PartitionId p : meta.partitions) ok = ok && w.PutInt<uint32_t>(p);
+  for (size_t i = 0; ok && i < stores.size(); ++i) {
+    const PartitionStore* s = stores[i];
+    const std::vector<uint32_t> ids = s->table_ids();
+    ok = w.PutInt<uint32_t>(meta.partitions[i]) && w.PutInt<uint32_t>(static_cast<uint32_t>(ids.size()));
+    for (uint32_t id : ids) {
+      if (!ok) break;
+      const Table* t = s->GetTable(id);
+      const uint32_t vs = t->value_size();
+      ok = w.PutInt<uint32_t>(id) && w.PutInt<uint32_t>(vs) && w.PutInt<uint64_t>(t->size());
+      t->ForEachInKeyOrder([&](const Record& r) { ok = ok && w.PutInt<uint64_t>(r.key) && w.Put(r.value(), vs); });
+    }
+  }
+  return ok && w.Flush();
+}
+
+absl::StatusOr<ForkedCapture> ForkCapture(const CheckpointMeta& meta,
+                                          const std::vector<const PartitionStore*>& stores) {
+  if (stores.size() != meta.partitions.size()) return absl::InvalidArgumentError("one store per partition");
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  // Allocated before the fork: the child only writes.
+  constexpr size_t kBuf = 1 << 20;
+  std::unique_ptr<char[]> buf(new char[kBuf]);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(fds[0]);
+    close(fds[1]);
+    return absl::ResourceExhaustedError(absl::StrCat("fork for a checkpoint: ", strerror(err)));
+  }
+  if (pid == 0) {
+    // The child: one thread, a frozen copy of the stores. No logging, no
+    // locks; write(2) and _exit only.
+    close(fds[0]);
+    const bool ok = WriteCheckpointContent(fds[1], meta, stores, buf.get(), kBuf);
+    _exit(ok ? 0 : 3);
+  }
+  close(fds[1]);
+  return ForkedCapture{pid, fds[0]};
+}
+
+absl::StatusOr<std::string> ReceiveCapture(const ForkedCapture& capture, const CheckpointOptions& options,
+                                           uint64_t epoch, CheckpointStats* stats) {
+  FileSystem* fs = FsOf(options);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string tmp = TmpPath(options, epoch);
+  absl::Status s = fs->CreateDir(options.dir);
+  std::unique_ptr<AppendableFile> file;
+  if (s.ok()) {
+    (void)fs->Remove(tmp);  // a leftover of a crashed attempt
+    auto f = fs->NewAppendableFile(tmp);
+    if (f.ok()) {
+      file = std::move(*f);
+    } else {
+      s = f.status();
+    }
+  }
+  uint32_t crc = 0;
+  uint64_t length = 0;
+  std::unique_ptr<char[]> buf(new char[1 << 20]);
+  // Drain the pipe even after an error, so the child never blocks.
+  for (;;) {
+    const ssize_t n = read(capture.read_fd, buf.get(), 1 << 20);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      if (s.ok()) s = absl::InternalError(absl::StrCat("checkpoint pipe: ", strerror(errno)));
+      break;
+    }
+    if (n == 0) break;
+    if (s.ok()) {
+      crc = Crc32cExtend(crc, buf.get(), static_cast<size_t>(n));
+      length += static_cast<uint64_t>(n);
+      s = file->Append(std::string_view(buf.get(), static_cast<size_t>(n)));
+    }
+  }
+  close(capture.read_fd);
+  int wstatus = 0;
+  while (waitpid(capture.pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (s.ok() && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
+    s = absl::InternalError(absl::StrCat("checkpoint writer process failed (wait status ", wstatus, ")"));
+  if (s.ok()) {
+    char trailer[kCheckpointTrailerBytes];
+    std::memcpy(trailer, &length, 8);
+    std::memcpy(trailer + 8, &crc, 4);
+    s = file->Append(std::string_view(trailer, sizeof(trailer)));
+  }
+  bool stop = false;
+  if (s.ok() && options.crash_hook) stop = options.crash_hook("ckpt_written");
+  if (s.ok() && !stop) s = file->Sync();
+  if (file != nullptr) (void)file->Close();
+  if (s.ok() && !stop && options.crash_hook) stop = options.crash_hook("ckpt_synced");
+  if (stop) return absl::AbortedError("checkpoint stopped at a crash point");
+  if (!s.ok()) {
+    (void)fs->Remove(tmp);
+    return s;
+  }
+  if (stats != nullptr) {
+    stats->bytes = length + kCheckpointTrailerBytes;
+    stats->write_ms = MsSince(t0);
+  }
+  return tmp;
+}
+
+absl::Status PublishCheckpoint(const CheckpointOptions& options, const std::string& tmp_path, uint64_t epoch) {
+  FileSystem* fs = FsOf(options);
+  if (absl::Status s = fs->Rename(tmp_path, JoinPath(options.dir, CheckpointName(epoch))); !s.ok()) return s;
+  if (options.crash_hook && options.crash_hook("ckpt_renamed"))
+    return absl::AbortedError("checkpoint stopped at a crash point");
+  if (absl::Status s = fs->SyncDir(options.dir); !s.ok()) return s;
+  if (options.crash_hook && options.crash_hook("ckpt_published"))
+    return absl::AbortedError("checkpoint stopped at a crash point");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> ListCheckpoints(const CheckpointOptions& options) {
+  std::vector<uint64_t> out;
+  auto names = FsOf(options)->ListDir(options.dir);
+  if (!names.ok()) {
+    if (absl::IsNotFound(names.status())) return out;
+    return names.status();
+  }
+  for (const std::string& n : *names)
+    if (auto e = ParseCheckpointName(n)) out.push_back(*e);
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+absl::StatusOr<std::vector<uint64_t>> PruneCheckpoints(const CheckpointOptions& options) {
+  FileSystem* fs = FsOf(options);
+  auto epochs = ListCheckpoints(options);
+  if (!epochs.ok()) return epochs.status();
+  const size_t keep = std::max<uint32_t>(options.keep, 1);
+  std::vector<uint64_t> kept(epochs->begin(), epochs->begin() + std::min(keep, epochs->size()));
+  bool removed = false;
+  for (size_t i = keep; i < epochs->size(); ++i) {
+    if (absl::Status s = fs->Remove(JoinPath(options.dir, CheckpointName((*epochs)[i]))); !s.ok()) return s;
+    removed = true;
+  }
+  // Temp files of attempts that never published (a crash, an error).
+  auto names = fs->ListDir(options.dir);
+  if (!names.ok()) return names.status();
+  for (const std::string& n : *names) {
+    if (n.size() > 4 && n.compare(n.size() - 4, 4, kTmpSuffix) == 0 && ParseCheckpointName(n.substr(0, n.size() - 4))) {
+      if (absl::Status s = fs->Remove(JoinPath(options.dir, n)); !s.ok()) return s;
+      removed = true;
+    }
+  }
+  if (removed) {
+    if (absl::Status s = fs->SyncDir(options.dir); !s.ok()) return s;
+  }
+  std::reverse(kept.begin(), kept.end());
+  return kept;
+}
+
+absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const CheckpointOptions& options, uint64_t epoch) {
+  LoadedCheckpoint out;
+  out.path = JoinPath(options.dir, CheckpointName(epoch));
+  auto bytes = FsOf(options)->ReadFile(out.path, options.max_bytes);
+  if (!bytes.ok()) return bytes.status();
+  out.bytes = std::move(*bytes);
+  auto bad = [&](const std::string& why) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", out.path, ": ", why));
+  };
+  if (out.bytes.size() < kHeaderFixedBytes + kCheckpointTrailerBytes)
+    return bad(absl::StrCat("truncated (", out.bytes.size(), " bytes)"));
+  const size_t content = out.bytes.size() - kCheckpointTrailerBytes;
+  uint64_t length = 0;
+  uint32_t stored = 0;
+  std::memcpy(&length, out.bytes.data() + content, 8);
+  std::memcpy(&stored, out.bytes.data() + content + 8, 4);
+  if (length != content)
+    return bad(absl::StrCat("length ", length, " in the trailer, ", content, " bytes of content: truncated or damaged"));
+  const uint32_t crc = Crc32c(out.bytes.data(), content);
+  if (crc != stored) return bad(absl::StrCat("CRC mismatch (stored ", stored, ", computed ", crc, ")"));
+  std::string why;
+  if (!WalkContent(std::string_view(out.bytes.data(), content), &out.meta, &why,
+                   [](PartitionId, uint32_t, uint32_t, uint64_t) { return true; },
+                   [](Key, const char*, uint32_t) {}))
+    return bad(why);
+  if (out.meta.epoch != epoch) return bad(absl::StrCat("holds epoch ", out.meta.epoch, ", its name says ", epoch));
+  return out;
+}
+
+absl::Status RestoreCheckpoint(const LoadedCheckpoint& checkpoint, const std::vector<PartitionStore*>& stores) {
+  std::vector<PartitionId> local;
+  for (PartitionId p = 0; p < stores.size(); ++p)
+    if (stores[p] != nullptr) local.push_back(p);
+  if (local != checkpoint.meta.partitions)
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", checkpoint.path, " holds other partitions than this node serves"));
+  // Empty every table first (the tables themselves, their schema, stay).
+  for (PartitionId p : local) {
+    PartitionStore* s = stores[p];
+    for (uint32_t id : s->table_ids()) {
+      std::vector<Key> keys;
+      s->GetTable(id)->ForEachInKeyOrder([&](const Record& r) { keys.push_back(r.key); });
+      for (Key k : keys) s->Erase(k);
+    }
+    s->ReclaimErased();
+  }
+  std::vector<std::vector<uint32_t>> seen(stores.size());
+  PartitionStore* cur = nullptr;
+  CheckpointMeta meta;
+  std::string why;
+  const std::string_view content(checkpoint.bytes.data(), checkpoint.bytes.size() - kCheckpointTrailerBytes);
+  const bool ok = WalkContent(
+      content, &meta, &why,
+      [&](PartitionId p, uint32_t id, uint32_t value_size, uint64_t) {
+        cur = stores[p];
+        const Table* t = cur->GetTable(id);
+        if (t == nullptr || t->value_size() != value_size) return false;
+        seen[p].push_back(id);
+        return true;
+      },
+      [&](Key k, const char* value, uint32_t value_size) {
+        Record* r = cur->Insert(k);
+        std::memcpy(r->value(), value, value_size);
+      });
+  if (!ok) return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint.path, ": ", why));
+  for (PartitionId p : local)
+    if (seen[p] != stores[p]->table_ids())
+      return absl::FailedPreconditionError(absl::StrCat("checkpoint ", checkpoint.path, ": partition ", p,
+                                                        " has tables the checkpoint does not hold"));
+  return absl::OkStatus();
+}
+
+}  // namespace detdb

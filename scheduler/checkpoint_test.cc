@@ -1,0 +1,148 @@
+// The checkpoint file: a forked capture round-trips the stores (digest
+// equal, inserted and erased rows included); every truncation and every
+// sampled bit flip is refused with the file named; pruning keeps the newest
+// two and removes leftover temp files; names parse.
+#include "scheduler/checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include "glog/logging.h"
+#include "io/fault_injecting_file_system.h"
+#include "scheduler/test_workload.h"
+
+namespace detdb {
+namespace {
+using namespace testing_util;  // NOLINT
+
+const char kDir[] = "/ckpt";
+
+CheckpointOptions Options(FileSystem* fs) {
+  CheckpointOptions o;
+  o.dir = kDir;
+  o.fs = fs;
+  return o;
+}
+
+struct Stores {
+  ModPartitioner parts{2};
+  std::vector<std::unique_ptr<PartitionStore>> owned;
+  std::vector<PartitionStore*> raw;
+  explicit Stores(uint64_t rows) {
+    for (PartitionId p = 0; p < 2; ++p) {
+      owned.push_back(std::make_unique<PartitionStore>());
+      CHECK(LoadCounterTable(owned.back().get(), parts, p, rows).ok());
+      CHECK(owned.back()->CreateTable({.id = 7, .name = "wide", .value_size = 100}).ok());
+      raw.push_back(owned.back().get());
+    }
+  }
+  std::vector<uint64_t> Digests() const {
+    std::vector<uint64_t> d;
+    for (auto* s : raw) d.push_back(s->Digest());
+    return d;
+  }
+};
+
+absl::StatusOr<CheckpointStats> Take(const CheckpointOptions& o, const Stores& s, uint64_t epoch) {
+  CheckpointMeta meta{epoch, 42, 1000 + epoch, {0, 1}};
+  std::vector<const PartitionStore*> stores(s.raw.begin(), s.raw.end());
+  auto cap = ForkCapture(meta, stores);
+  if (!cap.ok()) return cap.status();
+  CheckpointStats stats;
+  auto tmp = ReceiveCapture(*cap, o, epoch, &stats);
+  if (!tmp.ok()) return tmp.status();
+  if (absl::Status p = PublishCheckpoint(o, *tmp, epoch); !p.ok()) return p;
+  return stats;
+}
+
+TEST(Checkpoint, NamesParse) {
+  EXPECT_EQ(CheckpointName(12), "ckpt-00000000000000000012.ckpt");
+  EXPECT_EQ(ParseCheckpointName(CheckpointName(12)), 12u);
+  EXPECT_FALSE(ParseCheckpointName("ckpt-00000000000000000012.ckpt.tmp"));
+  EXPECT_FALSE(ParseCheckpointName("log-00000000000000000012.seg"));
+}
+
+TEST(Checkpoint, AForkedCaptureRoundTripsTheStores) {
+  FaultInjectingFileSystem fs;
+  CheckpointOptions o = Options(&fs);
+  Stores a(500);
+  // Rows written, inserted (wide table) and erased.
+  for (uint64_t r = 0; r < 1000; r += 3) {
+    Record* rec = a.raw[a.parts.PartitionOf(MakeKey(kCounterTable, r))]->Get(MakeKey(kCounterTable, r));
+    ASSERT_NE(rec, nullptr);
+    std::memcpy(rec->value(), &r, 8);
+  }
+  for (uint64_t r = 0; r < 50; ++r) a.raw[r % 2]->Insert(MakeKey(7, r))->value()[99] = static_cast<char>(r);
+  ASSERT_TRUE(a.raw[0]->Erase(MakeKey(kCounterTable, 0)));
+  auto stats = Take(o, a, 9);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  auto loaded = ReadCheckpoint(o, 9);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->meta.epoch, 9u);
+  EXPECT_EQ(loaded->meta.config_hash, 42u);
+  EXPECT_EQ(loaded->meta.last_txn_id, 1009u);
+  EXPECT_EQ(loaded->bytes.size(), stats->bytes);
+  Stores b(500);  // the loaded state, before restore: differs
+  ASSERT_NE(b.Digests(), a.Digests());
+  ASSERT_TRUE(RestoreCheckpoint(*loaded, b.raw).ok());
+  EXPECT_EQ(b.Digests(), a.Digests());
+  // A store of another shape is refused.
+  Stores c(500);
+  std::vector<PartitionStore*> only_one{c.raw[0], nullptr};
+  EXPECT_TRUE(absl::IsFailedPrecondition(RestoreCheckpoint(*loaded, only_one)));
+}
+
+TEST(Checkpoint, EveryTruncationAndBitFlipIsRefusedNamingTheFile) {
+  FaultInjectingFileSystem fs;
+  CheckpointOptions o = Options(&fs);
+  Stores a(20);
+  ASSERT_TRUE(Take(o, a, 3).ok());
+  const std::string path = JoinPath(kDir, CheckpointName(3));
+  auto whole = fs.ReadFile(path, 1 << 20);
+  ASSERT_TRUE(whole.ok());
+  const std::string good = *whole;
+  auto rewrite = [&](const std::string& bytes) {
+    ASSERT_TRUE(fs.Remove(path).ok());
+    auto f = fs.NewAppendableFile(path);
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE((*f)->Append(bytes).ok());
+    ASSERT_TRUE((*f)->Sync().ok());
+  };
+  for (size_t n = 0; n < good.size(); n += (n < 100 ? 1 : 37)) {
+    rewrite(good.substr(0, n));
+    auto r = ReadCheckpoint(o, 3);
+    ASSERT_TRUE(absl::IsDataLoss(r.status())) << n << ": " << r.status();
+    EXPECT_NE(r.status().message().find(path), std::string::npos);
+  }
+  for (size_t off = 0; off < good.size(); off += 13) {
+    std::string bad = good;
+    bad[off] ^= 0x10;
+    rewrite(bad);
+    EXPECT_TRUE(absl::IsDataLoss(ReadCheckpoint(o, 3).status())) << "flip at " << off;
+  }
+  rewrite(good);
+  EXPECT_TRUE(ReadCheckpoint(o, 3).ok());
+}
+
+TEST(Checkpoint, PruneKeepsTheNewestAndRemovesTempFiles) {
+  FaultInjectingFileSystem fs;
+  CheckpointOptions o = Options(&fs);
+  o.keep = 2;
+  Stores a(10);
+  for (uint64_t e : {5, 10, 15}) ASSERT_TRUE(Take(o, a, e).ok());
+  {
+    auto f = fs.NewAppendableFile(JoinPath(kDir, CheckpointName(20) + ".tmp"));
+    ASSERT_TRUE(f.ok());
+  }
+  auto kept = PruneCheckpoints(o);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, (std::vector<uint64_t>{10, 15}));
+  auto names = fs.ListDir(kDir);
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, (std::vector<std::string>{CheckpointName(10), CheckpointName(15)}));
+  auto listed = ListCheckpoints(o);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(*listed, (std::vector<uint64_t>{15, 10}));
+}
+
+}  // namespace
+}  // namespace detdb

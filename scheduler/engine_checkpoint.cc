@@ -1,0 +1,208 @@
+// Engine's checkpoint part: taking a checkpoint at an epoch boundary while
+// txns run, and choosing and loading one at recovery. See
+// scheduler/checkpoint.h and docs/DURABILITY.md, section "Checkpoints".
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "glog/logging.h"
+#include "scheduler/engine.h"
+#include "sequencer/input_log.h"
+
+namespace detdb {
+namespace {
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+CheckpointOptions Engine::checkpoint_options() const {
+  CheckpointOptions o = options_.checkpoint;
+  if (o.fs == nullptr) o.fs = options_.log.fs;
+  return o;
+}
+
+void Engine::NoteBatchIds(const pb::Batch& batch) {
+  if (batch.txns_size() == 0) return;
+  // A later checkpoint asks for an epoch >= merged_epoch() - 1 (the
+  // schedulers must not have passed its boundary): older entries are only
+  // needed as the floor.
+  const uint64_t merged = merged_epoch();
+  std::lock_guard<std::mutex> l(ids_mu_);
+  epoch_last_ids_.emplace_back(batch.epoch(), batch.txns().rbegin()->id());
+  while (epoch_last_ids_.size() > 1 && epoch_last_ids_[1].first + 1 <= merged) {
+    ids_floor_ = std::max(ids_floor_, epoch_last_ids_.front().second);
+    epoch_last_ids_.pop_front();
+  }
+}
+
+TxnId Engine::LastIdThrough(uint64_t epoch) {
+  std::lock_guard<std::mutex> l(ids_mu_);
+  TxnId id = ids_floor_;
+  for (const auto& [e, last] : epoch_last_ids_)
+    if (e <= epoch) id = std::max(id, last);
+  return id;
+}
+
+absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::milliseconds timeout,
+                                                   const std::atomic<bool>* cancel) {
+  if (stage_ == nullptr || options_.checkpoint.dir.empty())
+    return absl::FailedPreconditionError("checkpoints need the input log and a checkpoint directory (--data_dir)");
+  if (!accepting_.load(std::memory_order_acquire))
+    return absl::FailedPreconditionError("the engine is not running (starting, stopping or its log failed)");
+  // Captures one at a time; the writes and publishes of two may overlap
+  // (a slow write must not make the next periodic checkpoint miss its
+  // epoch), publishes (rename, prune, cut) one at a time.
+  std::unique_lock<std::mutex> capture_lock(checkpoint_mu_);
+  const auto t0 = std::chrono::steady_clock::now();
+  const CheckpointOptions co = checkpoint_options();
+  CheckpointStats stats;
+  stats.epoch = epoch;
+  CheckpointMeta meta;
+  meta.epoch = epoch;
+  meta.config_hash = options_.log.config_hash;
+  meta.partitions = local_;
+  std::vector<const PartitionStore*> stores;
+  for (PartitionId p : local_) stores.push_back(stores_[p].get());
+  absl::StatusOr<ForkedCapture> capture = absl::UnknownError("not captured");
+  // Paused at the boundary only for the fork: the child keeps the state of
+  // the boundary (copy-on-write), the schedulers go on.
+  absl::Status s = AtEpochBoundary(epoch + 1, timeout, cancel, [&] {
+    const auto p0 = std::chrono::steady_clock::now();
+    meta.last_txn_id = options_.peers == nullptr ? LastIdThrough(epoch) : 0;
+    const auto f0 = std::chrono::steady_clock::now();
+    capture = ForkCapture(meta, stores);
+    stats.fork_ms = MsSince(f0);
+    stats.pause_ms = MsSince(p0);
+  });
+  capture_lock.unlock();
+  if (!s.ok()) return s;
+  if (!capture.ok()) return capture.status();
+  auto tmp = ReceiveCapture(*capture, co, epoch, &stats);
+  if (!tmp.ok()) return tmp.status();
+  // Published only once `epoch` is durable on every node: a restart resumes
+  // at or after it, so the checkpoint is never ahead of the log.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (stage_->watermark() < epoch) {
+    if (stage_->failed() || std::chrono::steady_clock::now() > deadline || (cancel != nullptr && cancel->load())) {
+      (void)co.fs->Remove(*tmp);
+      return absl::UnavailableError(absl::StrCat("checkpoint of epoch ", epoch, ": the epoch did not become durable on "
+                                                 "every node (watermark ", stage_->watermark(), ")"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::lock_guard<std::mutex> publish_lock(publish_mu_);
+  if (absl::Status p = PublishCheckpoint(co, *tmp, epoch); !p.ok()) return p;
+  auto kept = PruneCheckpoints(co);
+  if (!kept.ok()) return kept.status();
+  // The log is needed only after the oldest kept checkpoint; it is cut
+  // only once `keep` checkpoints exist, so that a damaged newest one always
+  // has an older one (or the log from epoch 1) to fall back to.
+  size_t dropped = 0;
+  if (kept->size() >= std::max<uint32_t>(co.keep, 1)) {
+    auto d = DropInputLogBefore(options_.log.dir, kept->front(), options_.log.fs);
+    if (!d.ok()) return d.status();
+    dropped = *d;
+  }
+  stats.path = JoinPath(co.dir, CheckpointName(epoch));
+  stats.total_ms = MsSince(t0);
+  checkpoints_.fetch_add(1, std::memory_order_relaxed);
+  last_checkpoint_epoch_.store(epoch, std::memory_order_relaxed);
+  LOG(INFO) << "checkpoint " << stats.path << ": " << stats.bytes << " bytes, paused " << stats.pause_ms
+            << " ms (fork " << stats.fork_ms << " ms), written in " << stats.write_ms << " ms, total "
+            << stats.total_ms << " ms; kept epochs " << absl::StrJoin(*kept, ",") << "; " << dropped
+            << " log segment(s) dropped";
+  return stats;
+}
+
+absl::Status Engine::FindCheckpoints(uint64_t log_epoch) {
+  checkpoint_epochs_.clear();
+  newest_checkpoint_.reset();
+  auto first = InputLogFirstEpoch(options_.log.dir, options_.log.fs);
+  if (!first.ok()) return first.status();
+  log_from_start_ = !first->has_value() || **first == 1;
+  if (options_.checkpoint.dir.empty()) return absl::OkStatus();
+  const CheckpointOptions co = checkpoint_options();
+  auto epochs = ListCheckpoints(co);
+  if (!epochs.ok()) return epochs.status();
+  std::vector<std::string> bad;
+  for (uint64_t e : *epochs) {
+    const std::string path = JoinPath(co.dir, CheckpointName(e));
+    if (e > log_epoch) {
+      bad.push_back(absl::StrCat(path, ": epoch ", e, " is after the log's last complete epoch ", log_epoch));
+      continue;
+    }
+    if (first->has_value() && **first > e + 1) {
+      bad.push_back(absl::StrCat(path, ": the log starts at epoch ", **first, ", after it"));
+      continue;
+    }
+    auto c = ReadCheckpoint(co, e);
+    if (c.ok() && c->meta.config_hash != options_.log.config_hash)
+      c = absl::FailedPreconditionError(absl::StrCat("checkpoint ", path, ": config hash ", c->meta.config_hash,
+                                                     ", this node's is ", options_.log.config_hash));
+    if (c.ok() && c->meta.partitions != local_)
+      c = absl::FailedPreconditionError(absl::StrCat("checkpoint ", path, ": other partitions than this node's"));
+    if (!c.ok()) {
+      bad.push_back(std::string(c.status().message()));
+      continue;
+    }
+    checkpoint_epochs_.push_back(e);
+    if (!newest_checkpoint_) newest_checkpoint_ = std::move(*c);
+  }
+  for (const std::string& b : bad) LOG(WARNING) << "unusable checkpoint: " << b;
+  if (checkpoint_epochs_.empty() && !bad.empty() && (!log_from_start_ || !first->has_value()))
+    return absl::DataLossError(absl::StrCat("no usable checkpoint and the input log ", options_.log.dir,
+                                            " does not start at epoch 1, so this node cannot rebuild its state: ",
+                                            absl::StrJoin(bad, "; ")));
+  if (checkpoint_epochs_.empty() && !log_from_start_)
+    return absl::DataLossError(absl::StrCat("the input log ", options_.log.dir, " starts at epoch ",
+                                            first->value_or(0), " and there is no checkpoint in ", co.dir,
+                                            " to start from"));
+  if (!checkpoint_epochs_.empty())
+    LOG(INFO) << "checkpoints usable for recovery: epochs " << absl::StrJoin(checkpoint_epochs_, ",");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Engine::RestoreCheckpoint(uint64_t resume, std::optional<uint64_t> checkpoint_epoch,
+                                                   TxnId* last_id) {
+  uint64_t c = 0;
+  if (checkpoint_epoch.has_value()) {
+    c = *checkpoint_epoch;
+  } else {
+    for (uint64_t e : checkpoint_epochs_)
+      if (e <= resume) {
+        c = e;
+        break;
+      }
+  }
+  if (c == 0) {
+    newest_checkpoint_.reset();
+    if (!log_from_start_)
+      return absl::DataLossError(absl::StrCat("recovery without a checkpoint needs the log from epoch 1; ",
+                                              options_.log.dir, " starts later"));
+    return 0;
+  }
+  if (c > resume || std::find(checkpoint_epochs_.begin(), checkpoint_epochs_.end(), c) == checkpoint_epochs_.end())
+    return absl::FailedPreconditionError(absl::StrCat("no usable checkpoint of epoch ", c, " here (usable: ",
+                                                      absl::StrJoin(checkpoint_epochs_, ","), "; resume at ",
+                                                      resume, ")"));
+  if (!newest_checkpoint_ || newest_checkpoint_->meta.epoch != c) {
+    auto loaded = ReadCheckpoint(checkpoint_options(), c);
+    if (!loaded.ok()) return loaded.status();
+    newest_checkpoint_ = std::move(*loaded);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<PartitionStore*> stores;
+  for (auto& s : stores_) stores.push_back(s.get());
+  if (absl::Status s = detdb::RestoreCheckpoint(*newest_checkpoint_, stores); !s.ok()) return s;
+  *last_id = newest_checkpoint_->meta.last_txn_id;
+  LOG(INFO) << "loaded checkpoint " << newest_checkpoint_->path << " (" << newest_checkpoint_->bytes.size()
+            << " bytes) in " << MsSince(t0) << " ms";
+  newest_checkpoint_.reset();
+  for (PartitionId p : local_) schedulers_[p]->SkipTo(c + 1);
+  restored_checkpoint_.store(c, std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace detdb
