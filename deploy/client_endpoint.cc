@@ -316,6 +316,7 @@ void ClientEndpoint::AdminLoop(bool checkpoints) {
     } else if (d.check) {
       s = engine_->AtEpochBoundary(d.min_epoch, options_.digest_timeout, &admin_cancel_,
                                    [&] { check_(&out.reply); });
+      if (s.ok()) s = engine_->WaitDurable(d.min_epoch, options_.digest_timeout);  // like any reply
     } else {
       auto digests = engine_->SnapshotDigests(d.min_epoch, options_.digest_timeout, &admin_cancel_);
       s = digests.status();

@@ -434,9 +434,26 @@ absl::Status Engine::WaitIdle(uint64_t min_epoch, std::chrono::milliseconds time
 absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> Engine::SnapshotDigests(
     uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
   std::vector<std::pair<PartitionId, uint64_t>> out;
+  if (log_failed()) return WaitDurable(epoch, timeout);  // Unavailable
   absl::Status s = AtEpochBoundary(epoch, timeout, cancel, [&] { out = PartitionDigests(); });
   if (!s.ok()) return s;
+  s = WaitDurable(epoch, timeout);  // after the hold: the partitions run on meanwhile
+  if (!s.ok()) return s;
   return out;
+}
+
+absl::Status Engine::WaitDurable(uint64_t epoch, std::chrono::milliseconds timeout) const {
+  if (stage_ == nullptr) return absl::OkStatus();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (stage_->watermark() + 1 < epoch) {
+    if (stage_->failed())
+      return absl::UnavailableError("the input log failed: nothing after its last durable epoch is answered");
+    if (std::chrono::steady_clock::now() >= deadline)
+      return absl::DeadlineExceededError(absl::StrCat("epochs below ", epoch, " not durable on every node yet (watermark ",
+                                                      stage_->watermark(), ")"));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Engine::AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds timeout,
@@ -460,15 +477,6 @@ absl::Status Engine::AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds t
     bool there = true;
     for (PartitionId p : local_)
       there = there && schedulers_[p]->merged_epoch() >= epoch && schedulers_[p]->Idle();
-    // With the input log, nothing leaves the node before it is durable on
-    // every node (DURABILITY.md): neither does the state at the boundary.
-    if (stage_ != nullptr && stage_->watermark() + 1 < epoch) {
-      there = false;
-      if (stage_->failed()) {
-        release();
-        return absl::UnavailableError("the input log failed: nothing after its last durable epoch is answered");
-      }
-    }
     if (there) break;
     if (cancel != nullptr && cancel->load()) {
       release();

@@ -198,11 +198,16 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // digests are taken). Equal on every node and every replica for the same
   // epoch. FailedPrecondition if a partition already merged part of
   // `epoch`; DeadlineExceeded after timeout; Cancelled when *cancel turns
-  // true. With the input log, it also waits until every epoch below `epoch`
-  // is durable on every node (like any reply); Unavailable if the log
-  // failed. Thread-safe; one call at a time.
+  // true. With the input log, it also waits (after the hold) until every
+  // epoch below `epoch` is durable on every node, like any reply;
+  // Unavailable if the log failed. Thread-safe; one call at a time.
   absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> SnapshotDigests(
       uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr);
+  // With the input log: waits until every epoch below `epoch` is durable on
+  // every node (what a reply about the state at that boundary needs);
+  // Unavailable if the log failed, DeadlineExceeded after timeout. OK at
+  // once without a log. Thread-safe.
+  absl::Status WaitDurable(uint64_t epoch, std::chrono::milliseconds timeout) const;
   // Runs fn with the local partitions paused at the boundary of `epoch`
   // (see SnapshotDigests): fn may read every local store; nothing writes
   // them until it returns. Same errors as SnapshotDigests.
