@@ -376,7 +376,6 @@ void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* 
       duplicates_.fetch_add(1, std::memory_order_relaxed);
     }
     if (s.ok()) s = engine_->Check(t);
-    if (s.ok() && options_.txn_check) s = options_.txn_check(t);
     if (!s.ok()) {
       refused_.fetch_add(1, std::memory_order_relaxed);
       FillError(t, s, errors.add_results());

@@ -15,8 +15,9 @@
 // (bad_frames); every txn must have a nonzero client id and a client_seq
 // above the last one accepted from that client id (else it is a duplicate,
 // refused and counted), and must pass Engine::Check (known type and tables,
-// size) and the workload's txn_check. Replies never block the node: a client that went away or stopped
-// reading loses its replies (counted), the node goes on.
+// size, and the workload's EngineOptions::txn_check). Replies never block
+// the node: a client that went away or stopped reading loses its replies
+// (counted), the node goes on.
 //
 // Threads: one endpoint thread, one admin thread that serves digest and
 // check requests and one that serves checkpoint requests (Engine::
@@ -57,9 +58,6 @@ struct ClientEndpointOptions {
   std::chrono::microseconds reply_batch{1000};
   // Results remembered per client id for retries (exactly once).
   size_t outcomes_per_client = 4096;
-  // The workload's check of a txn before sequencing, after Engine::Check
-  // (e.g. ValidateKvTxn: arguments and key sets); its error is the client's.
-  std::function<absl::Status(const pb::Txn&)> txn_check;
 };
 
 struct ClientEndpointStats {

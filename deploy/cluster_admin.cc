@@ -19,6 +19,11 @@ std::vector<NodeStatus> QueryNodes(ClusterClient* c, std::chrono::milliseconds t
   return out;
 }
 
+namespace {
+// What a digest request waits beyond the boundary's lead.
+constexpr std::chrono::milliseconds kDigestMargin{1000};
+}  // namespace
+
 absl::StatusOr<ClusterDigests> TakeDigests(ClusterClient* c, std::chrono::milliseconds timeout) {
   ClusterDigests out;
   // A boundary a little ahead of every node, so that each can pause there.
@@ -38,7 +43,15 @@ absl::StatusOr<ClusterDigests> TakeDigests(ClusterClient* c, std::chrono::millis
     // until it came back. Refuse instead.
     return absl::UnavailableError(absl::StrCat("not every node answered (", out.node_errors.front(), ")"));
   }
-  epoch += 200000 / (c->config().epoch_us() != 0 ? c->config().epoch_us() : 1000);  // ~200 ms ahead
+  // ~200 ms ahead (at least one epoch, whatever the epoch length); the
+  // digest request waits at least that long plus a margin, else a short
+  // --timeout_ms would always expire before any node reached the boundary.
+  const uint64_t epoch_us = c->config().epoch_us() != 0 ? c->config().epoch_us() : 1000;
+  const uint64_t lead = std::max<uint64_t>(1, 200000 / epoch_us);
+  epoch += lead;
+  const auto lead_time = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::microseconds(lead * epoch_us) + std::chrono::milliseconds(999));
+  const std::chrono::milliseconds digest_timeout = std::max(timeout, lead_time + kDigestMargin);
   out.epoch = epoch;
   // Asked of every node at once (each pauses at the boundary), each over a
   // connection of its own.
@@ -49,7 +62,7 @@ absl::StatusOr<ClusterDigests> TakeDigests(ClusterClient* c, std::chrono::millis
   for (uint32_t i = 0; i < n; ++i)
     threads.emplace_back([&, i] {
       auto own = ClusterClient::Connect(config);
-      digests[i] = own.ok() ? (*own)->node(i)->Digests(epoch, timeout) : own.status();
+      digests[i] = own.ok() ? (*own)->node(i)->Digests(epoch, digest_timeout) : own.status();
     });
   for (std::thread& t : threads) t.join();
   for (uint32_t i = 0; i < n; ++i) {

@@ -38,11 +38,11 @@ struct ClusterDigests {
   std::vector<std::string> node_errors;  // "node N: why", for nodes that gave none
 };
 
-// Picks a boundary ~200 ms ahead of every node's epoch and asks every node
-// at once (each pauses there). Unavailable if a node does not answer its
-// info request (within min(timeout, 2 s)): the others would wait for it at
-// the boundary. Nodes that fail to give digests (within timeout) are in
-// node_errors.
+// Picks a boundary ~200 ms (at least one epoch) ahead of every node's epoch
+// and asks every node at once (each pauses there). Unavailable if a node
+// does not answer its info request (within min(timeout, 2 s)): the others
+// would wait for it at the boundary. Nodes that fail to give digests within
+// max(timeout, the lead + 1 s) are in node_errors.
 absl::StatusOr<ClusterDigests> TakeDigests(ClusterClient* c, std::chrono::milliseconds timeout);
 
 }  // namespace detdb

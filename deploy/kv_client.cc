@@ -33,10 +33,14 @@ absl::StatusOr<KvReply> KvClient::Run(absl::StatusOr<pb::Txn> txn) {
   const uint32_t node = NodeOf(*txn);
   Client* c = cluster_->node(node);
   absl::StatusOr<pb::TxnResult> result = c->Run(*txn, options_.timeout);
+  // A time-out is not a failure: the txn may be sequenced and commit later
+  // (never resent here with a new seq, which could run it twice).
   if (absl::IsDeadlineExceeded(result.status()))
     return absl::DeadlineExceededError(
         absl::StrCat("timed out after ", options_.timeout.count(), " ms: node ", node, " (", c->endpoint(),
-                     ") did not answer: it is down, or the cluster waits for a node that is down (see info)"));
+                     ") did not answer; the outcome is unknown: the txn may still commit when the cluster "
+                     "recovers (a node may be down or the cluster may wait for one; see info). It is not "
+                     "retried: check the key before running it again"));
   if (!result.ok()) return result.status();
   // Drop results of nothing we wait for (Run keeps others for Receive).
   while (c->has_stashed()) (void)c->Receive(std::chrono::milliseconds(0));

@@ -10,7 +10,9 @@
 //   // r.ok(): committed (r->from_balance == 70); Aborted: e.g. insufficient funds
 //
 // Every call returns within options.timeout: DeadlineExceeded (naming the
-// node) if the node does not answer, e.g. because it is down.
+// node) if the node does not answer, e.g. because it or a node the cluster
+// waits for is down. The txn's outcome is then unknown: it may still commit
+// when the cluster recovers; it is not retried under a new sequence number.
 // Thread-safety: not thread-safe; one KvClient per thread.
 #ifndef DETDB_DEPLOY_KV_CLIENT_H_
 #define DETDB_DEPLOY_KV_CLIENT_H_

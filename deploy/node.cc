@@ -57,7 +57,6 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   ClientEndpointOptions co;
   co.bind = absl::StrCat("tcp://", self->host(), ":", self->client_port());
   co.max_request_bytes = options.max_request_bytes;
-  co.txn_check = &ValidateKvTxn;  // kv txns' arguments and key sets (others: OK)
   auto endpoint = ClientEndpoint::Create(co);
   if (!endpoint.ok()) return endpoint.status();
   node->endpoint_ = std::move(*endpoint);
@@ -67,6 +66,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   eo.peers = node->net_.get();
   eo.results = node->endpoint_.get();
   const uint64_t rows = options.micro_records_per_partition * config.num_partitions();
+  if (kv) eo.txn_check = &ValidateKvTxn;  // arguments and key sets, on every path into the engine
   if (!tpcc && !kv) eo.key_check = [rows](Key k) -> absl::Status {
     if (KeyTable(k) == kMicroTable && KeyRow(k) >= rows)
       return absl::InvalidArgumentError(absl::StrCat("key ", k, " (micro row ", KeyRow(k),

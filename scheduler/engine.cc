@@ -190,6 +190,7 @@ absl::Status Engine::Validate(const pb::Txn& txn) const {
       }
     }
   }
+  if (options_.txn_check) return options_.txn_check(txn);
   return absl::OkStatus();
 }
 

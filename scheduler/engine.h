@@ -84,6 +84,9 @@ struct EngineOptions {
   // Optional extra check of every key before sequencing (e.g. that a row
   // exists in the workload's key space); its error is the client's.
   std::function<absl::Status(Key)> key_check;
+  // Optional check of every txn (the workload's: arguments, key sets), run
+  // last by Validate: on client, in-process, peer and replayed peer input.
+  std::function<absl::Status(const pb::Txn&)> txn_check;
   // The input log (log.dir empty: none; replies as soon as executed).
   LogStageOptions log;
   // Called once (on the thread that saw it) when the log fails: the engine

@@ -1,7 +1,9 @@
 #include "workloads/kv/kv.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -145,8 +147,32 @@ absl::StatusOr<pb::KvArgs> ParseArgs(const pb::Txn& txn) {
   return a;
 }
 
-absl::Status Get(TxnContext* ctx, std::string* result) {
+// Empty iff txn's read and write sets are exactly the keys its arguments a
+// name (a get writes nothing); else what is wrong.
+std::string KeySetError(const pb::Txn& txn, const pb::KvArgs& a) {
+  std::vector<Key> want = {KvKeyOf(a.key())};
+  if (txn.type() == kKvTransfer) want.push_back(KvKeyOf(a.to()));
+  auto same = [&](const google::protobuf::RepeatedField<uint64_t>& set) {
+    return static_cast<size_t>(set.size()) == want.size() && std::equal(want.begin(), want.end(), set.begin());
+  };
+  const bool writes = txn.type() != kKvGet;
+  if (same(txn.read_set()) && (writes ? same(txn.write_set()) : txn.write_set_size() == 0)) return "";
+  return absl::StrCat(KvTypeName(txn.type()),
+                      ": the read and write sets must be exactly the keys of the arguments (build the txn with "
+                      "workloads/kv/kv_request.h)");
+}
+
+// A procedure's arguments: parsed and checked as ValidateKvTxn does, so a
+// bad txn that got past it (it should not) aborts the same way everywhere.
+absl::StatusOr<pb::KvArgs> ProcArgs(TxnContext* ctx) {
   absl::StatusOr<pb::KvArgs> a = ParseArgs(ctx->txn());
+  if (!a.ok()) return a.status();
+  if (std::string e = KeySetError(ctx->txn(), *a); !e.empty()) return absl::AbortedError(e);
+  return a;
+}
+
+absl::Status Get(TxnContext* ctx, std::string* result) {
+  absl::StatusOr<pb::KvArgs> a = ProcArgs(ctx);
   if (!a.ok()) return a.status();
   absl::StatusOr<Current> c = ReadCurrent(ctx, a->key());
   if (!c.ok()) return c.status();
@@ -160,7 +186,7 @@ absl::Status Get(TxnContext* ctx, std::string* result) {
 }
 
 absl::Status Put(TxnContext* ctx, std::string* result) {
-  absl::StatusOr<pb::KvArgs> a = ParseArgs(ctx->txn());
+  absl::StatusOr<pb::KvArgs> a = ProcArgs(ctx);
   if (!a.ok()) return a.status();
   absl::StatusOr<Current> c = ReadCurrent(ctx, a->key());  // detects a collision
   if (!c.ok()) return c.status();
@@ -170,7 +196,7 @@ absl::Status Put(TxnContext* ctx, std::string* result) {
 }
 
 absl::Status Delete(TxnContext* ctx, std::string* result) {
-  absl::StatusOr<pb::KvArgs> a = ParseArgs(ctx->txn());
+  absl::StatusOr<pb::KvArgs> a = ProcArgs(ctx);
   if (!a.ok()) return a.status();
   absl::StatusOr<Current> c = ReadCurrent(ctx, a->key());
   if (!c.ok()) return c.status();
@@ -202,7 +228,7 @@ bool SameValue(const pb::KvValue& a, const pb::KvValue& b) {
 }
 
 absl::Status Cas(TxnContext* ctx, std::string* result) {
-  absl::StatusOr<pb::KvArgs> a = ParseArgs(ctx->txn());
+  absl::StatusOr<pb::KvArgs> a = ProcArgs(ctx);
   if (!a.ok()) return a.status();
   absl::StatusOr<Current> c = ReadCurrent(ctx, a->key());
   if (!c.ok()) return c.status();
@@ -221,7 +247,7 @@ absl::Status Cas(TxnContext* ctx, std::string* result) {
 }
 
 absl::Status Transfer(TxnContext* ctx, std::string* result) {
-  absl::StatusOr<pb::KvArgs> a = ParseArgs(ctx->txn());
+  absl::StatusOr<pb::KvArgs> a = ProcArgs(ctx);
   if (!a.ok()) return a.status();
   absl::StatusOr<Current> from = ReadCurrent(ctx, a->key());
   if (!from.ok()) return from.status();
@@ -252,7 +278,7 @@ absl::Status Transfer(TxnContext* ctx, std::string* result) {
 }
 
 absl::Status Append(TxnContext* ctx, std::string* result) {
-  absl::StatusOr<pb::KvArgs> a = ParseArgs(ctx->txn());
+  absl::StatusOr<pb::KvArgs> a = ProcArgs(ctx);
   if (!a.ok()) return a.status();
   absl::StatusOr<Current> c = ReadCurrent(ctx, a->key());
   if (!c.ok()) return c.status();
@@ -356,17 +382,7 @@ absl::Status ValidateKvTxn(const pb::Txn& txn) {
   if (!IsKvType(txn.type())) return absl::OkStatus();
   absl::StatusOr<pb::KvArgs> a = ParseArgs(txn);
   if (!a.ok()) return a.status();
-  const std::string name = KvTypeName(txn.type());
-  std::vector<Key> want = {KvKeyOf(a->key())};
-  if (txn.type() == kKvTransfer) want.push_back(KvKeyOf(a->to()));
-  auto same = [&](const google::protobuf::RepeatedField<uint64_t>& set) {
-    return static_cast<size_t>(set.size()) == want.size() && std::equal(want.begin(), want.end(), set.begin());
-  };
-  const bool writes = txn.type() != kKvGet;
-  if (!same(txn.read_set()) || (writes ? !same(txn.write_set()) : txn.write_set_size() != 0))
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ": the read and write sets must be exactly the keys of the arguments (build the txn with "
-              "workloads/kv/kv_request.h)"));
+  if (std::string e = KeySetError(txn, *a); !e.empty()) return absl::InvalidArgumentError(e);
   return absl::OkStatus();
 }
 

@@ -280,6 +280,51 @@ class Collector : public TxnClient {
   std::map<uint64_t, pb::TxnResult> by_seq;
 };
 
+// A txn whose write set does not match its transfer's arguments: the engine
+// refuses it on submission (EngineOptions::txn_check runs in Validate, on
+// every path in), and the procedure alone aborts it with the same reason.
+TEST(KvValidate, KeySetsThatDoNotMatchTheArgumentsAreRefusedAndAborted) {
+  pb::Txn bad = *KvTransferRequest("a", "b", 5);
+  ASSERT_EQ(bad.write_set_size(), 2);
+  bad.set_write_set(1, KvKeyOf("c"));  // writes c, but the arguments say b
+
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterKvProcedures(&procs).ok());
+  ModPartitioner parts(2);
+  EngineOptions o;
+  o.epoch_us = 200;
+  o.txn_check = &ValidateKvTxn;
+  auto engine = Engine::Create(o, &parts, &procs);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  for (PartitionId p = 0; p < 2; ++p) ASSERT_TRUE(CreateKvTable((*engine)->store(p)).ok());
+  Collector client;
+  bad.set_client_id((*engine)->RegisterClient(&client));
+  bad.set_client_seq(1);
+  ASSERT_TRUE((*engine)->Start().ok());
+  absl::Status s = (*engine)->Submit(bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("exactly the keys"), std::string_view::npos) << s;
+  std::vector<pb::Txn> group = {bad};
+  s = (*engine)->SubmitMany(&group);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_TRUE((*engine)->Check(bad).code() == absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE((*engine)->Stop().ok());
+  EXPECT_TRUE(client.by_seq.empty()) << "nothing was sequenced";
+
+  KvSerial kv(2);
+  ASSERT_TRUE(kv.Run(KvPutRequest("a", KvInt(10))).ok());
+  SerialExecutor serial(&kv.parts(), &procs, kv.stores());
+  bad.set_id(100);
+  pb::TxnResult r = serial.Execute(bad);
+  EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
+  EXPECT_NE(r.error().find("transfer: the read and write sets must be exactly the keys"), std::string::npos)
+      << r.error();
+  auto a = kv.Run(KvGetRequest("a"));
+  ASSERT_TRUE(a.ok() && a->value.has_value());
+  EXPECT_EQ(a->value->int_(), 10) << "the aborted transfer wrote nothing";
+  EXPECT_EQ(kv.Run(KvGetRequest("c"))->outcome, pb::KvResult::NOT_FOUND);
+}
+
 class KvEngineTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(KvEngineTest, ResultsAndDigestsEqualTheSerialExecutor) {
@@ -294,6 +339,7 @@ TEST_P(KvEngineTest, ResultsAndDigestsEqualTheSerialExecutor) {
   o.lock.max_active = 50;
   o.epoch_us = 200;
   o.record_history = true;
+  o.txn_check = &ValidateKvTxn;
   auto engine = Engine::Create(o, &parts, &procs);
   ASSERT_TRUE(engine.ok()) << engine.status();
   for (PartitionId p = 0; p < kPartitions; ++p) ASSERT_TRUE(CreateKvTable((*engine)->store(p)).ok());
