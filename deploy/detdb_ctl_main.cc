@@ -8,7 +8,9 @@
 //
 // Exit status: 0 when every node answered (and, for wait_ready, is ready).
 #include <cstdio>
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/client.h"
