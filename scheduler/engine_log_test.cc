@@ -132,8 +132,12 @@ TEST_P(LogCrashTest, EveryAcknowledgedTxnSurvivesExactlyOnce) {
       });
       Feed(e.get(), RandomTxns(seed, 3000, kPartitions, 1), [&] { return crashed.load(); });
       crasher.join();
-      (void)e->Stop(milliseconds(300));  // the log failed: in-flight txns never answer
+      // The engine notices the crash at its next write to the log (the
+      // sequencer appends a record every epoch, empty ones lazily synced);
+      // stopping before that would close a log that never saw the crash.
+      for (int i = 0; i < 5000 && !e->log_failed(); ++i) std::this_thread::sleep_for(milliseconds(1));
       EXPECT_TRUE(e->log_failed());
+      (void)e->Stop(milliseconds(300));  // the log failed: in-flight txns never answer
     }
     ASSERT_FALSE(acked.duplicate);
     ASSERT_GT(acked.count, 0);
