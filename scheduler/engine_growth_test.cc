@@ -139,7 +139,9 @@ void RunAndCompare(const Case& c, int erase_one_in, const std::function<void(Par
     const Table* t = (*engine)->store(p)->GetTable(kCounterTable);
     // The index grew from 16 buckets to thousands while the txns ran.
     EXPECT_GE(t->growths(), 5u) << "partition " << p;
-    EXPECT_GT(t->size(), 1000u);
+    // Under TSan the runs are smaller (CMakePresets.json), and with one
+    // txn in five erasing rows fewer remain.
+    EXPECT_GT(t->size(), erase_one_in > 0 ? 500u : 1000u);
     EXPECT_EQ((*engine)->store(p)->Digest(), raw[p]->Digest()) << "partition " << p;
     more_checks((*engine)->store(p));
   }

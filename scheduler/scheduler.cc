@@ -250,11 +250,11 @@ void Scheduler::WorkerThread() {
 bool Scheduler::Process(PartitionTxn* st) {
   if (!st->resumed) {
     exec_.ReadLocal(st);
+    // Counted before the reads leave: the executor may reply as soon as it
+    // has them, and a client holding that reply must find this count.
+    if (!st->executor) passive_.fetch_add(1, std::memory_order_relaxed);
     if (st->reader) exec_.SendReads(st);
-    if (!st->executor) {  // passive participant: release as soon as reads are sent
-      passive_.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
+    if (!st->executor) return true;  // passive participant: release as soon as reads are sent
     if (st->MissingRemoteReads()) {
       std::lock_guard<std::mutex> l(remote_mu_);
       if (!remote_.TakeEarlyOrPark(st)) {  // WAITING: the worker moves on
