@@ -20,7 +20,9 @@ std::string Quote(std::string_view s) {
                       s.size() > 40 ? "...\"" : "\"");
 }
 
-const char* TypeOf(const pb::KvValue& v) {
+}  // namespace
+
+const char* KvValueType(const pb::KvValue& v) {
   switch (v.v_case()) {
     case pb::KvValue::kBytes:
       return "bytes";
@@ -32,6 +34,8 @@ const char* TypeOf(const pb::KvValue& v) {
       return "none";
   }
 }
+
+namespace {
 
 void PutU16(char* p, size_t v) {
   p[0] = static_cast<char>(v & 0xff);
@@ -254,10 +258,10 @@ absl::Status Transfer(TxnContext* ctx, std::string* result) {
   absl::StatusOr<Current> to = ReadCurrent(ctx, a->to());
   if (!to.ok()) return to.status();
   if (from->present && from->value.v_case() != pb::KvValue::kInt)
-    return absl::AbortedError(absl::StrCat(Quote(a->key()), " holds ", TypeOf(from->value),
+    return absl::AbortedError(absl::StrCat(Quote(a->key()), " holds ", KvValueType(from->value),
                                            ", not int"));
   if (to->present && to->value.v_case() != pb::KvValue::kInt)
-    return absl::AbortedError(absl::StrCat(Quote(a->to()), " holds ", TypeOf(to->value), ", not int"));
+    return absl::AbortedError(absl::StrCat(Quote(a->to()), " holds ", KvValueType(to->value), ", not int"));
   const int64_t have = from->present ? from->value.int_() : 0;
   const int64_t dest = to->present ? to->value.int_() : 0;
   if (have < a->amount())
@@ -285,7 +289,7 @@ absl::Status Append(TxnContext* ctx, std::string* result) {
   pb::KvValue list;
   if (c->present) {
     if (c->value.v_case() != pb::KvValue::kList)
-      return absl::AbortedError(absl::StrCat(Quote(a->key()), " holds ", TypeOf(c->value), ", not list"));
+      return absl::AbortedError(absl::StrCat(Quote(a->key()), " holds ", KvValueType(c->value), ", not list"));
     list = std::move(c->value);
   } else {
     list.mutable_list();
@@ -373,7 +377,7 @@ absl::Status CheckKvValue(const pb::KvValue& value, const char* what) {
     return absl::InvalidArgumentError(absl::StrCat(what, " has no type (bytes, int or list)"));
   const size_t n = KvEncodedSize(value);
   if (n > kKvMaxValueBytes)
-    return absl::InvalidArgumentError(absl::StrCat(what, " of ", n, " bytes (", TypeOf(value),
+    return absl::InvalidArgumentError(absl::StrCat(what, " of ", n, " bytes (", KvValueType(value),
                                                    "); the limit is ", kKvMaxValueBytes));
   return absl::OkStatus();
 }

@@ -48,6 +48,9 @@
 
 namespace detdb {
 
+// A value's type name: "bytes", "int", "list", or "none" (unset).
+const char* KvValueType(const pb::KvValue& value);
+
 inline constexpr uint32_t kKvTable = 40;
 inline constexpr uint32_t kKvGet = 40, kKvPut = 41, kKvDelete = 42, kKvCas = 43, kKvTransfer = 44, kKvAppend = 45;
 inline constexpr uint32_t kKvFirstType = kKvGet, kKvLastType = kKvAppend;

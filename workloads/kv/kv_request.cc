@@ -116,19 +116,6 @@ absl::StatusOr<KvReply> ParseKvReply(const pb::Txn& txn, const pb::TxnResult& re
   return out;
 }
 
-const char* KvValueType(const pb::KvValue& value) {
-  switch (value.v_case()) {
-    case pb::KvValue::kBytes:
-      return "bytes";
-    case pb::KvValue::kInt:
-      return "int";
-    case pb::KvValue::kList:
-      return "list";
-    default:
-      return "none";
-  }
-}
-
 std::string KvValueToString(const pb::KvValue& value) {
   switch (value.v_case()) {
     case pb::KvValue::kBytes:

@@ -59,8 +59,7 @@ absl::StatusOr<KvReply> ParseKvReply(const pb::Txn& txn, const pb::TxnResult& re
 
 // "hello" / 42 / ["a", "b"]: a value as one line, bytes C-escaped.
 std::string KvValueToString(const pb::KvValue& value);
-// The type's name: "bytes", "int", "list".
-const char* KvValueType(const pb::KvValue& value);
+// The type's name: KvValueType in kv.h.
 
 }  // namespace detdb
 
