@@ -435,7 +435,7 @@ absl::Status Engine::WaitIdle(uint64_t min_epoch, std::chrono::milliseconds time
 absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> Engine::SnapshotDigests(
     uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
   std::vector<std::pair<PartitionId, uint64_t>> out;
-  if (log_failed()) return WaitDurable(epoch, timeout);  // Unavailable
+  if (log_failed()) return absl::UnavailableError("the input log failed: this node answers nothing more");
   absl::Status s = AtEpochBoundary(epoch, timeout, cancel, [&] { out = PartitionDigests(); });
   if (!s.ok()) return s;
   s = WaitDurable(epoch, timeout);  // after the hold: the partitions run on meanwhile
@@ -446,9 +446,13 @@ absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> Engine::SnapshotDi
 absl::Status Engine::WaitDurable(uint64_t epoch, std::chrono::milliseconds timeout) const {
   if (stage_ == nullptr) return absl::OkStatus();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (stage_->watermark() + 1 < epoch) {
+  // A failed log answers nothing, even about epochs it made durable before
+  // it failed: the node must stop and recover (checked before the
+  // watermark, so a caller never turns an OK into a result it cannot give).
+  for (;;) {
     if (stage_->failed())
       return absl::UnavailableError("the input log failed: nothing after its last durable epoch is answered");
+    if (stage_->watermark() + 1 >= epoch) break;
     if (std::chrono::steady_clock::now() >= deadline)
       return absl::DeadlineExceededError(absl::StrCat("epochs below ", epoch, " not durable on every node yet (watermark ",
                                                       stage_->watermark(), ")"));
