@@ -18,6 +18,7 @@
 #include "client/client.h"
 #include "client/cluster_config.h"
 #include "deploy/test_cluster.h"
+#include "detdb_build_id.h"  // generated: cmake/build_id.cmake
 #include "sequencer/input_log.h"
 #include "workloads/micro/micro.h"
 
@@ -90,6 +91,8 @@ std::map<std::pair<uint64_t, uint64_t>, int> Logged(const TestCluster& cluster) 
     EXPECT_TRUE(records.ok()) << records.status();
     if (!records.ok()) continue;
     for (const LogRecord& r : *records) {
+      // Every record carries the build id of the detdb binary that wrote it.
+      EXPECT_EQ(r.header.build_id, kBuildId) << "node " << n << " epoch " << r.header.epoch;
       if (r.header.sequencer_id != n) continue;  // a peer's batch: counted in its own log
       pb::Batch b;
       EXPECT_TRUE(b.ParseFromString(r.payload));

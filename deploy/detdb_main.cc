@@ -21,6 +21,7 @@
 #include "client/cluster_config.h"
 #include "workloads/tpcc/random.h"
 #include "deploy/node.h"
+#include "detdb_build_id.h"  // generated: cmake/build_id.cmake
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
@@ -58,6 +59,11 @@ DEFINE_uint32(checkpoint_interval_s, 0,
 DEFINE_uint64(log_segment_kb, 64 << 10,
               "With --data_dir: the input log starts a new segment file once one is this big (checkpoints drop "
               "whole segments behind them)");
+DEFINE_bool(replay_other_build, false,
+            "Replay an input log written by another build of detdb (records carry a build id: a hash of the "
+            "sources that decide what a txn does). Its procedures may differ, so replayed txns may give other "
+            "results than the ones acknowledged; take a checkpoint afterwards (detdb-ctl checkpoint, twice) "
+            "so the old build's log is cut");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
@@ -66,9 +72,11 @@ DEFINE_string(crash_at, "",
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("detdb --config=<cluster.pbtxt> --node_id=<id> [flags]");
+  gflags::SetVersionString(std::string("build ") + detdb::kBuildIdHex);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = FLAGS_log_dir.empty();
   google::InitGoogleLogging(argv[0]);
+  LOG(INFO) << "detdb build " << detdb::kBuildIdHex;
   if (FLAGS_config.empty() || FLAGS_node_id < 0) {
     fprintf(stderr, "detdb: --config and --node_id are required\n%s\n", gflags::ProgramUsage());
     return 2;
@@ -121,6 +129,8 @@ int main(int argc, char** argv) {
   }
   o.engine.log.sync_mode = FLAGS_log_sync == "none" ? detdb::LogSyncMode::kNone : detdb::LogSyncMode::kFsync;
   o.engine.log.log_then_execute = FLAGS_log_then_execute;
+  o.engine.log.build_id = detdb::kBuildId;
+  o.engine.log.accept_other_build = FLAGS_replay_other_build;
   if (FLAGS_log_segment_kb == 0) {
     fprintf(stderr, "detdb: --log_segment_kb must be positive\n");
     return 2;

@@ -26,7 +26,7 @@ RecoveryOptions LogStage::recovery_options() const {
   RecoveryOptions ro;
   ro.fs = options_.fs;
   ro.config_hash = options_.config_hash;
-  ro.build_id = options_.build_id;
+  ro.build_id = options_.accept_other_build ? 0 : options_.build_id;
   ro.trim_torn_tail = true;
   return ro;
 }

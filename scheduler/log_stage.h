@@ -64,7 +64,13 @@ struct LogStageOptions {
   bool log_then_execute = false;
   uint64_t segment_bytes = 64ull << 20;
   uint64_t config_hash = 0;              // of the cluster config; 0 in one process
-  uint64_t build_id = 0;                 // 0: not checked
+  // The build id written into every record (detdb: a hash of the sources
+  // that decide what a replayed txn does, cmake/build_id.cmake). Recovery
+  // refuses records of another nonzero build id (FailedPrecondition naming
+  // file and offset), unless accept_other_build: then they are replayed
+  // with this build (procedures that changed may give other results).
+  uint64_t build_id = 0;                 // 0: none written, not checked
+  bool accept_other_build = false;
   // An empty batch appended while no reply is held is logged lazily: written
   // and synced with the next batch that has txns, or after this long (idle
   // epochs cost one fdatasync per lazy_sync, not one per epoch). The durable

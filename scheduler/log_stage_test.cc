@@ -25,8 +25,11 @@ struct Sink {
 };
 
 std::unique_ptr<LogStage> MakeStage(FaultInjectingFileSystem* fs, Sink* sink, bool log_then_execute,
-                                    std::chrono::microseconds lazy_sync = std::chrono::microseconds(20000)) {
+                                    std::chrono::microseconds lazy_sync = std::chrono::microseconds(20000),
+                                    uint64_t build_id = 0, bool accept_other_build = false) {
   LogStageOptions o;
+  o.build_id = build_id;
+  o.accept_other_build = accept_other_build;
   o.lazy_sync = lazy_sync;
   o.dir = "/log";
   o.fs = fs;
@@ -169,6 +172,42 @@ TEST(LogStage, OpenWithoutRecoverIsAnErrorAndAddAfterCloseExecutesNothing) {
   stage->Add(B(1, 1));  // after Close: never executed unlogged
   std::lock_guard<std::mutex> l(sink.mu);
   EXPECT_EQ(sink.executed.size(), 1u);
+}
+
+TEST(LogStage, ALogOfAnotherBuildIsRefusedUnlessAccepted) {
+  FaultInjectingFileSystem fs;
+  const auto lazy = std::chrono::microseconds(20000);
+  {
+    Sink sink;
+    auto stage = MakeStage(&fs, &sink, false, lazy, /*build_id=*/5);
+    ASSERT_TRUE(stage->Recover().ok());
+    ASSERT_TRUE(stage->Open(0).ok());
+    stage->Add(B(1, 0));
+    stage->Add(B(1, 1));
+    ASSERT_TRUE(stage->Close().ok());
+  }
+  {  // the same build: recovers
+    Sink sink;
+    auto stage = MakeStage(&fs, &sink, false, lazy, 5);
+    ASSERT_TRUE(stage->Recover().ok());
+  }
+  {  // another build: refused, naming the file, the offset and both ids
+    Sink sink;
+    auto stage = MakeStage(&fs, &sink, false, lazy, 6);
+    auto r = stage->Recover();
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    const std::string msg(r.status().message());
+    EXPECT_NE(msg.find("build id 5 differs from this build's 6"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("/log/"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("offset 0"), std::string::npos) << msg;
+  }
+  {  // accepted: replayed with this build, which writes its own id from now on
+    Sink sink;
+    auto stage = MakeStage(&fs, &sink, false, lazy, 6, /*accept_other_build=*/true);
+    auto r = stage->Recover();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(*r, 1u);
+  }
 }
 
 TEST(LogStage, IdleEmptyEpochsAreSyncedLazilyAndABatchWithTxnsAtOnce) {

@@ -86,7 +86,10 @@ absl::StatusOr<RecoveryResult> RecoverInputLog(const std::string& dir, const Rec
       if (options.build_id != 0 && h.build_id != options.build_id) {
         return absl::FailedPreconditionError(absl::StrCat("input log ", path, " offset ", off,
                                                           ": build id ", h.build_id, " differs from this build's ",
-                                                          options.build_id));
+                                                          options.build_id,
+                                                          ": the log was written by another build of detdb, whose "
+                                                          "procedures may differ (detdb --replay_other_build "
+                                                          "replays it anyway)"));
       }
       if (h.epoch == 0) return Damage(path, off, "epoch 0");
       if (info.records == 0 && h.epoch != info.first_epoch) {
