@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/timeseries.h"
 #include "bench/micro_cluster.h"
 #include "bench/micro_runner.h"
 #include "bench/sim_command.h"
@@ -44,6 +45,9 @@ DEFINE_bool(adaptive_admission, true, "The admission window adapts to the worker
 DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (power of two)");
 DEFINE_uint64(seed, 1, "Workload seed");
 DEFINE_bool(json, false, "Print one JSON object per lock manager per line");
+DEFINE_string(timeseries, "",
+              "micro and tpcc: also write one CSV row per second per run to FILE (txns/s, p50 and p99 latency of "
+              "that second); bench/plot_timeseries.py FILE OUT.png plots it");
 DEFINE_uint32(rounds, 1, "Run the lock managers this many times, interleaved; report each one's median run");
 DEFINE_string(cluster, "", "Run against the detdb cluster of this config (deploy/local_cluster.sh up prints it)");
 DEFINE_uint32(clients, 1, "--cluster: client threads (each its own connections and client id)");
@@ -113,6 +117,34 @@ void PrintClusterJson(const MicroClusterResult& r) {
   fflush(stdout);
 }
 
+}  // namespace
+
+// --timeseries: opens the writer into *out (null when not asked); false
+// after printing the error.
+bool OpenTimeseries(std::unique_ptr<TimeseriesWriter>* out) {
+  out->reset();
+  if (FLAGS_timeseries.empty()) return true;
+  auto w = TimeseriesWriter::Open(FLAGS_timeseries);
+  if (!w.ok()) {
+    fprintf(stderr, "detdb-bench: %s\n", std::string(w.status().message()).c_str());
+    return false;
+  }
+  *out = std::move(*w);
+  return true;
+}
+
+// Closes the writer (if any); false after printing the error.
+bool CloseTimeseries(std::unique_ptr<TimeseriesWriter>* ts) {
+  if (*ts == nullptr) return true;
+  absl::Status s = (*ts)->Close();
+  if (!s.ok()) fprintf(stderr, "detdb-bench: %s\n", std::string(s.message()).c_str());
+  else fprintf(stderr, "time series written to %s (plot: bench/plot_timeseries.py %s OUT.png)\n",
+               FLAGS_timeseries.c_str(), FLAGS_timeseries.c_str());
+  return s.ok();
+}
+
+namespace {
+
 int MicroCluster() {
   if (FLAGS_compare) {
     fprintf(stderr, "detdb-bench: --compare runs in one process; a cluster's lock manager is chosen when its "
@@ -131,9 +163,13 @@ int MicroCluster() {
   o.outstanding = FLAGS_outstanding;
   o.txns = FLAGS_txns;
   o.duration_s = FLAGS_duration;
-  o.progress = [](double t, uint64_t committed) {
-    fprintf(stderr, "  [cluster] %5.1f s  %10lu committed  %9.0f txns/s\n", t, static_cast<unsigned long>(committed),
-            committed / t);
+  std::unique_ptr<TimeseriesWriter> ts;
+  if (!OpenTimeseries(&ts)) return 2;
+  if (ts) ts->StartRun("cluster", 1);
+  o.progress = [&](const ProgressSample& s) {
+    fprintf(stderr, "  [cluster] %5.1f s  %10lu committed  %9.0f txns/s\n", s.t, static_cast<unsigned long>(s.committed),
+            s.committed / s.t);
+    if (ts) ts->Add(s);
   };
   if (!FLAGS_json)
     printf("detdb-bench micro --cluster=%s: %d node(s), %u partition(s); %u keys/txn, contention %g, "
@@ -161,6 +197,7 @@ int MicroCluster() {
              static_cast<unsigned long>(r->multi_p50_us), static_cast<unsigned long>(r->multi_p99_us));
     if (r->duplicates > 0) printf("  WARNING: %lu unexpected replies\n", static_cast<unsigned long>(r->duplicates));
   }
+  if (!CloseTimeseries(&ts)) return 1;
   return r->duplicates == 0 ? 0 : 1;
 }
 
@@ -221,13 +258,17 @@ int Micro() {
   // Rounds interleave the lock managers, so slow drifts of a shared machine
   // hit all of them alike; each one's median run is reported.
   std::map<std::string, std::vector<MicroRunResult>> runs;
+  std::unique_ptr<TimeseriesWriter> ts;
+  if (!OpenTimeseries(&ts)) return 2;
   const uint32_t rounds = std::max(1u, FLAGS_rounds);
   for (uint32_t round = 0; round < rounds; ++round) {
     for (const std::string& name : names) {
       o.lock_manager = name;
-      o.progress = [&](double t, uint64_t committed) {
-        fprintf(stderr, "  [%-9s] %5.1f s  %10lu committed  %9.0f txns/s\n", name.c_str(), t,
-                static_cast<unsigned long>(committed), committed / t);
+      if (ts) ts->StartRun(name, round + 1);
+      o.progress = [&](const ProgressSample& s) {
+        fprintf(stderr, "  [%-9s] %5.1f s  %10lu committed  %9.0f txns/s\n", name.c_str(), s.t,
+                static_cast<unsigned long>(s.committed), s.committed / s.t);
+        if (ts) ts->Add(s);
       };
       auto r = RunMicro(o);
       if (!r.ok()) {
@@ -240,6 +281,7 @@ int Micro() {
       runs[name].push_back(*r);
     }
   }
+  if (!CloseTimeseries(&ts)) return 1;
   std::vector<MicroRunResult> results;
   for (const std::string& name : names) {
     std::vector<MicroRunResult>& v = runs[name];

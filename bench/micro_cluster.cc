@@ -179,7 +179,11 @@ absl::StatusOr<MicroClusterResult> RunMicroCluster(const MicroClusterOptions& o)
     if (o.txns == 0 && now >= end) sh.stop_submitting.store(true);
     const uint64_t answered = sh.committed.load() + sh.aborted.load() + sh.refused.load();
     if (o.progress && now >= next_report) {
-      o.progress(std::chrono::duration<double>(now - start).count(), sh.committed.load());
+      ProgressSample sample;
+      sample.t = std::chrono::duration<double>(now - start).count();
+      sample.committed = sh.committed.load();
+      sh.all.AddTo(&sample.latency);
+      o.progress(sample);
       next_report += std::chrono::seconds(1);
     }
     bool failed;

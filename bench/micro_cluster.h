@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "bench/histogram.h"
 #include "workloads/micro/micro.h"
 #include "proto/cluster.pb.h"
 
@@ -29,7 +30,7 @@ struct MicroClusterOptions {
   uint64_t txns = 0;               // stop after this many txns (0: use duration)
   double duration_s = 3;
   double stall_timeout_s = 30;     // give up when no reply came for this long
-  std::function<void(double, uint64_t)> progress;  // (seconds, committed so far), about once a second
+  std::function<void(const ProgressSample&)> progress;  // about once a second (totals since the start)
 };
 
 struct MicroClusterResult {

@@ -44,6 +44,13 @@ class MicroClient final : public TxnClient {
 
   void Stamp(uint64_t seq, uint64_t ns) { submit_ns_[seq % submit_ns_.size()].store(ns, std::memory_order_relaxed); }
   uint64_t done() const { return done_.load(std::memory_order_acquire); }
+  ProgressSample Sample(double t) const {
+    ProgressSample s;
+    s.t = t;
+    s.committed = committed_.load(std::memory_order_relaxed);
+    hist_.AddTo(&s.latency);
+    return s;
+  }
   void WaitForResults() { notifier_.Wait(std::chrono::milliseconds(5)); }
 
   LatencyHistogram hist_;
@@ -103,7 +110,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   for (;;) {
     const auto now = Clock::now();
     if (o.progress && now >= next_report) {
-      o.progress(std::chrono::duration<double>(now - start).count(), client.committed_.load());
+      o.progress(client.Sample(std::chrono::duration<double>(now - start).count()));
       next_report += std::chrono::seconds(1);
     }
     const bool more = o.txns != 0 ? submitted < o.txns : now < end;
@@ -144,7 +151,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
     client.WaitForResults();
     const auto now = Clock::now();
     if (o.progress && now >= next_report) {
-      o.progress(std::chrono::duration<double>(now - start).count(), client.committed_.load());
+      o.progress(client.Sample(std::chrono::duration<double>(now - start).count()));
       next_report += std::chrono::seconds(1);
     }
   }

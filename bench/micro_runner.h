@@ -10,12 +10,14 @@
 
 #include <cstdint>
 #include <functional>
+
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "workloads/micro/micro.h"
 #include "lockmgr/lock_manager.h"
 #include "scheduler/log_stage.h"
+#include "bench/histogram.h"
 
 namespace detdb {
 
@@ -35,8 +37,8 @@ struct MicroRunOptions {
   LogStageOptions log;
   // After the run, time a restart of the engine on its log (replay).
   bool measure_replay = false;
-  // Called about once a second with (seconds since start, txns committed so far).
-  std::function<void(double, uint64_t)> progress;
+  // Called about once a second (totals since the start: see ProgressSample).
+  std::function<void(const ProgressSample&)> progress;
 };
 
 struct MicroRunResult {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/timeseries.h"
 #include "bench/tpcc_runner.h"
 #include "client/cluster_config.h"
 #include "gflags/gflags.h"
@@ -37,6 +38,10 @@ DEFINE_uint64(load_seed, 1, "tpcc: seed of the loaded data (in-process)");
 DEFINE_bool(check, true, "tpcc: run the consistency checker after each run");
 
 namespace detdb {
+// --timeseries (bench/detdb_bench_main.cc).
+bool OpenTimeseries(std::unique_ptr<TimeseriesWriter>* out);
+bool CloseTimeseries(std::unique_ptr<TimeseriesWriter>* ts);
+
 namespace tpcc {
 namespace {
 
@@ -164,12 +169,16 @@ int TpccCommand() {
     fflush(stdout);
   }
   bool all_consistent = true;
+  std::unique_ptr<TimeseriesWriter> ts;
+  if (!OpenTimeseries(&ts)) return 2;
   std::vector<TpccRunResult> results;
   for (const std::string& name : names) {
     o.lock_manager = name;
-    o.progress = [&](double t, uint64_t new_orders, uint64_t done) {
-      fprintf(stderr, "  [%-9s] %5.1f s  %9lu txns  %8.0f txns/s  %9.0f New-Orders/min\n", name.c_str(), t,
-              static_cast<unsigned long>(done), done / t, 60 * new_orders / t);
+    if (ts) ts->StartRun(name, 1);
+    o.progress = [&](const ProgressSample& s) {
+      fprintf(stderr, "  [%-9s] %5.1f s  %9lu txns  %8.0f txns/s  %9.0f New-Orders/min\n", name.c_str(), s.t,
+              static_cast<unsigned long>(s.committed), s.committed / s.t, 60 * s.new_orders / s.t);
+      if (ts) ts->Add(s);
     };
     if (!FLAGS_json) fprintf(stderr, "  [%-9s] loading and starting...\n", name.c_str());
     auto r = RunTpcc(o);
@@ -185,6 +194,7 @@ int TpccCommand() {
     all_consistent &= !r->consistency_checked || r->consistency_ok;
     results.push_back(*r);
   }
+  if (!CloseTimeseries(&ts)) return 1;
   if (results.size() > 1 && !FLAGS_json) {
     printf("\n%-10s %10s %8s %14s %9s  %s\n", "lock_mgr", "txns/s", "vs dclp", "New-Orders/min", "restarts",
            "consistency");

@@ -144,8 +144,12 @@ class Driver {
     for (;;) {
       const auto now = Clock::now();
       if (o_.progress && now >= next_report) {
-        o_.progress(std::chrono::duration<double>(now - start).count(),
-                    r->kinds[static_cast<int>(TxnKind::kNewOrder)].committed, done_);
+        ProgressSample sample;
+        sample.t = std::chrono::duration<double>(now - start).count();
+        sample.new_orders = r->kinds[static_cast<int>(TxnKind::kNewOrder)].committed;
+        sample.committed = done_;
+        for (const LatencyHistogram& h : hist_) h.AddTo(&sample.latency);
+        o_.progress(sample);
         next_report += std::chrono::seconds(1);
       }
       const bool more = o_.txns != 0 ? started_ < o_.txns : now < end;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/histogram.h"
 #include "workloads/tpcc/generator.h"
 #include "workloads/tpcc/random.h"
 #include "lockmgr/lock_manager.h"
@@ -51,8 +52,8 @@ struct TpccRunOptions {
   uint64_t txns = 0;               // stop after this many committed or rolled back txns (0: duration)
   double duration_s = 5;
   bool check = true;               // run the consistency checker afterwards
-  // About once a second: (seconds, New-Orders committed, txns committed).
-  std::function<void(double, uint64_t, uint64_t)> progress;
+  // About once a second (totals since the start; new_orders set).
+  std::function<void(const ProgressSample&)> progress;
 };
 
 struct KindResult {
