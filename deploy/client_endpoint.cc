@@ -119,16 +119,75 @@ void ClientEndpoint::Wake() {
 
 void ClientEndpoint::Remember(const pb::TxnResult& r) {
   std::lock_guard<std::mutex> l(outcomes_mu_);
-  Outcomes& o = outcomes_[r.client_id()];
-  o.max_seq = std::max(o.max_seq, r.client_seq());
-  o.by_seq[r.client_seq()] = o.dropped + o.recent.size();
-  o.recent.push_back(r);
-  while (o.recent.size() > options_.outcomes_per_client) {
-    auto it = o.by_seq.find(o.recent.front().client_seq());
-    if (it != o.by_seq.end() && it->second == o.dropped) o.by_seq.erase(it);
-    o.recent.pop_front();
-    ++o.dropped;
+  RememberLocked(&outcomes_[r.client_id()], r);
+}
+
+void ClientEndpoint::RememberLocked(Outcomes* o, const pb::TxnResult& r) {
+  o->max_seq = std::max(o->max_seq, r.client_seq());
+  // A (client, seq) has one result: one the checkpoint restored comes
+  // again from the replay of the epochs after it; keep the first.
+  if (o->by_seq.contains(r.client_seq())) return;
+  o->by_seq[r.client_seq()] = o->dropped + o->recent.size();
+  o->recent.push_back(r);
+  while (o->recent.size() > options_.outcomes_per_client) {
+    auto it = o->by_seq.find(o->recent.front().client_seq());
+    if (it != o->by_seq.end() && it->second == o->dropped) o->by_seq.erase(it);
+    o->recent.pop_front();
+    ++o->dropped;
   }
+}
+
+absl::StatusOr<std::string> ClientEndpoint::SaveOutcomes() {
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> l(outcomes_mu_);
+    ids.reserve(outcomes_.size());
+    for (const auto& [id, o] : outcomes_) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  pb::EndpointState state;
+  for (uint64_t id : ids) {
+    pb::EndpointClientState* c = state.add_clients();
+    c->set_client_id(id);
+    std::lock_guard<std::mutex> l(outcomes_mu_);  // one client at a time: OnResult waits briefly
+    auto it = outcomes_.find(id);
+    if (it == outcomes_.end()) continue;
+    c->set_max_seq(it->second.max_seq);
+    c->mutable_recent()->Reserve(static_cast<int>(it->second.recent.size()));
+    for (const pb::TxnResult& r : it->second.recent) *c->add_recent() = r;
+  }
+  std::string out;
+  if (state.ByteSizeLong() > (1ull << 31) - 1 || !state.SerializeToString(&out))
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the exactly-once table of ", ids.size(), " clients does not serialize (over 2 GiB)"));
+  return out;
+}
+
+absl::Status ClientEndpoint::RestoreOutcomes(std::string_view bytes) {
+  if (bytes.empty()) return absl::OkStatus();
+  pb::EndpointState state;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) || !state.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return absl::InvalidArgumentError(
+        absl::StrCat(bytes.size(), " bytes do not parse as an exactly-once table (detdb.pb.EndpointState)"));
+  for (const pb::EndpointClientState& c : state.clients()) {
+    if (c.client_id() == 0) return absl::InvalidArgumentError("exactly-once table: client id 0");
+    for (const pb::TxnResult& r : c.recent())
+      if (r.client_id() != c.client_id() || r.client_seq() > c.max_seq())
+        return absl::InvalidArgumentError(absl::StrCat("exactly-once table: client ", c.client_id(),
+                                                       " holds a result of client ", r.client_id(), " seq ",
+                                                       r.client_seq(), " (max seq ", c.max_seq(), ")"));
+  }
+  size_t results = 0;
+  std::lock_guard<std::mutex> l(outcomes_mu_);
+  for (const pb::EndpointClientState& c : state.clients()) {
+    Outcomes& o = outcomes_[c.client_id()];
+    o.max_seq = std::max(o.max_seq, c.max_seq());
+    for (const pb::TxnResult& r : c.recent()) RememberLocked(&o, r);
+    results += c.recent_size();
+  }
+  LOG(INFO) << "restored the exactly-once table of " << state.clients_size() << " client(s), " << results
+            << " result(s)";
+  return absl::OkStatus();
 }
 
 bool ClientEndpoint::Recall(uint64_t client, uint64_t seq, pb::TxnResult* out, uint64_t* max_seq) {

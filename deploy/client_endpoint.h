@@ -3,7 +3,9 @@
 // pb::ClientRequest per frame and get pb::ClientReply frames back.
 //
 // INPUT:  request frames (endpoint thread); TxnClient::OnResult from the
-//         engine (worker or network threads) for every txn submitted here.
+//         engine (worker or network threads) for every txn submitted here;
+//         SaveOutcomes / RestoreOutcomes from the engine's checkpoint and
+//         recovery (the exactly-once table in the checkpoint).
 // OUTPUT: ClientReply frames: the results of txns (batched per client
 //         connection), immediate errors for txns refused before sequencing,
 //         NodeInfo, partition digests, the node's sequencer history,
@@ -36,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -82,6 +85,20 @@ class ClientEndpoint final : public TxnClient {
   // TxnClient: a txn submitted here is finished.
   void OnResult(const pb::TxnResult& result) override;
 
+  // The exactly-once table for a checkpoint (CheckpointOptions::
+  // client_state): per client id its highest seq with a result and its
+  // remembered results, a serialized pb::EndpointState. Each client's part
+  // is copied under the table's lock (workers' OnResult waits at most that
+  // long). Thread-safe.
+  absl::StatusOr<std::string> SaveOutcomes();
+  // At recovery, before the log replay (CheckpointOptions::
+  // restore_client_state): merges a SaveOutcomes() into the table, so that
+  // the outcomes of txns before the checkpoint are answered, their retries
+  // are not run again, and seqs up to each client's restored max_seq that
+  // are no longer remembered answer UNAVAILABLE, never NOT_FOUND. Empty
+  // bytes: nothing. InvalidArgument if they do not parse. Thread-safe.
+  absl::Status RestoreOutcomes(std::string_view bytes);
+
   ClientEndpointStats stats() const;
 
   static constexpr size_t kMaxQueuedDigests = 16;
@@ -117,6 +134,9 @@ class ClientEndpoint final : public TxnClient {
   void HandleTxns(const std::string& identity, pb::ClientRequest* request);
   void HandleOutcomes(const std::string& identity, const pb::ClientRequest& request);
   void Remember(const pb::TxnResult& result);
+  // Adds result to o unless its seq is remembered already (replay of a
+  // result the checkpoint holds). REQUIRES: outcomes_mu_ held.
+  void RememberLocked(Outcomes* o, const pb::TxnResult& result);
   // The remembered result of (client, seq), if any; *max_seq the client's
   // highest seq with a result (0 if none).
   bool Recall(uint64_t client, uint64_t seq, pb::TxnResult* out, uint64_t* max_seq);

@@ -79,6 +79,11 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
     eo.log.config_hash = ClusterConfigHash(config);
     eo.on_log_failure = options.on_log_failure;
     eo.checkpoint.dir = JoinPath(options.data_dir, "ckpt");
+    // The exactly-once table goes into every checkpoint and comes back
+    // before the replay (docs/DURABILITY.md, "Exactly once across restarts").
+    ClientEndpoint* endpoint = node->endpoint_.get();
+    eo.checkpoint.client_state = [endpoint](uint64_t) { return endpoint->SaveOutcomes(); };
+    eo.checkpoint.restore_client_state = [endpoint](std::string_view b) { return endpoint->RestoreOutcomes(b); };
   }
   auto engine = Engine::Create(eo, node->partitioner_.get(), &node->procedures_);
   if (!engine.ok()) return engine.status();

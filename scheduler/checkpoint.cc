@@ -101,9 +101,11 @@ std::string TmpPath(const CheckpointOptions& o, uint64_t epoch) {
 }
 
 // Walks the content (without trailer), calling table(partition, table id,
-// value size, count) and record(key, value) for each; false if malformed.
+// value size, count) and record(key, value) for each and copying the
+// client state section into *client_state (if not null); false if malformed.
 template <typename TableFn, typename RecordFn>
-bool WalkContent(std::string_view content, CheckpointMeta* meta, std::string* why, TableFn table, RecordFn record) {
+bool WalkContent(std::string_view content, CheckpointMeta* meta, std::string* client_state, std::string* why,
+                 TableFn table, RecordFn record) {
   Cursor c(content);
   uint32_t magic = 0, n = 0, reserved = 0;
   uint16_t version = 0, flags = 0;
@@ -116,7 +118,7 @@ bool WalkContent(std::string_view content, CheckpointMeta* meta, std::string* wh
     *why = "bad magic";
     return false;
   }
-  if (version != kCheckpointVersion || flags != 0 || reserved != 0) {
+  if ((version != kCheckpointVersion && version != 1) || flags != 0 || reserved != 0) {
     *why = absl::StrCat("unknown format version ", version, " or flags ", flags);
     return false;
   }
@@ -163,11 +165,46 @@ bool WalkContent(std::string_view content, CheckpointMeta* meta, std::string* wh
       }
     }
   }
+  if (version >= 2) {  // the client state section: bounded by the file before it is copied
+    uint64_t length = 0;
+    const char* at = nullptr;
+    const size_t offset = c.offset();
+    if (!c.Get(&length) || !c.Skip(length, &at)) {
+      *why = absl::StrCat("client state section at offset ", offset, " cut short (length ", length, ", ",
+                          content.size() - offset, " bytes left)");
+      return false;
+    }
+    if (client_state != nullptr) client_state->assign(at, length);
+  }
   if (!c.done()) {
     *why = absl::StrCat("trailing bytes at offset ", c.offset());
     return false;
   }
   return true;
+}
+
+// The parent's part of the content (version 2): the client state section,
+// u64 length then the bytes of options.client_state(epoch) (none: length
+// 0). Extends *crc and *length over what it appends.
+absl::Status AppendClientState(AppendableFile* file, const CheckpointOptions& options, uint64_t epoch, uint32_t* crc,
+                               uint64_t* length) {
+  std::string section;
+  if (options.client_state) {
+    absl::StatusOr<std::string> got = options.client_state(epoch);
+    if (!got.ok())
+      return absl::Status(got.status().code(),
+                          absl::StrCat("client state of checkpoint epoch ", epoch, ": ", got.status().message()));
+    section = std::move(*got);
+  }
+  const uint64_t n = section.size();
+  char head[8];
+  std::memcpy(head, &n, 8);
+  *crc = Crc32cExtend(*crc, head, 8);
+  *crc = Crc32cExtend(*crc, section.data(), section.size());
+  *length += 8 + n;
+  absl::Status s = file->Append(std::string_view(head, 8));
+  if (s.ok() && n > 0) s = file->Append(section);
+  return s;
 }
 
 }  // namespace
@@ -278,6 +315,7 @@ absl::StatusOr<std::string> ReceiveCapture(const ForkedCapture& capture, const C
   }
   if (s.ok() && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
     s = absl::InternalError(absl::StrCat("checkpoint writer process failed (wait status ", wstatus, ")"));
+  if (s.ok()) s = AppendClientState(file.get(), options, epoch, &crc, &length);
   if (s.ok()) {
     char trailer[kCheckpointTrailerBytes];
     std::memcpy(trailer, &length, 8);
@@ -373,7 +411,7 @@ absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const CheckpointOptions& options
   const uint32_t crc = Crc32c(out.bytes.data(), content);
   if (crc != stored) return bad(absl::StrCat("CRC mismatch (stored ", stored, ", computed ", crc, ")"));
   std::string why;
-  if (!WalkContent(std::string_view(out.bytes.data(), content), &out.meta, &why,
+  if (!WalkContent(std::string_view(out.bytes.data(), content), &out.meta, &out.client_state, &why,
                    [](PartitionId, uint32_t, uint32_t, uint64_t) { return true; },
                    [](Key, const char*, uint32_t) {}))
     return bad(why);
@@ -404,7 +442,7 @@ absl::Status RestoreCheckpoint(const LoadedCheckpoint& checkpoint, const std::ve
   std::string why;
   const std::string_view content(checkpoint.bytes.data(), checkpoint.bytes.size() - kCheckpointTrailerBytes);
   const bool ok = WalkContent(
-      content, &meta, &why,
+      content, &meta, nullptr, &why,
       [&](PartitionId p, uint32_t id, uint32_t value_size, uint64_t) {
         cur = stores[p];
         const Table* t = cur->GetTable(id);

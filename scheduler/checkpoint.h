@@ -11,12 +11,13 @@
 // allocation is ForEachInKeyOrder's vector, and glibc's and tcmalloc's
 // malloc are fork-safe) and _exit()s. ReceiveCapture, in the parent, reads
 // the pipe into DIR/ckpt-<epoch>.ckpt.tmp through a FileSystem, appends the
-// trailer (length, CRC32C) and fsyncs it; PublishCheckpoint renames it into
-// place and fsyncs the directory; PruneCheckpoints keeps the newest `keep`.
+// layer above's client state section and the trailer (length, CRC32C) and
+// fsyncs it; PublishCheckpoint renames it into place and fsyncs the
+// directory; PruneCheckpoints keeps the newest `keep`.
 //
 // File format (integers little-endian):
 //   0   4  magic "DCKP" (0x504B4344)
-//   4   2  format version (1)
+//   4   2  format version (2; version 1 files are still read)
 //   6   2  flags (0)
 //   8   8  epoch E: every txn of epochs <= E applied, none later
 //  16   8  config hash (of the cluster config; 0 in one process)
@@ -27,6 +28,10 @@
 //  then per partition: u32 partition id, u32 table count; per table:
 //      u32 table id, u32 value size, u64 record count, then per record in
 //      increasing key order: u64 key, value bytes
+//  version 2: then the client state section, written by the parent:
+//      u64 length, that many bytes (CheckpointOptions::client_state;
+//      length 0 without it). Version 1 files (no section) are still read:
+//      their client state is empty.
 //  end-12  8  content length (bytes before this trailer)
 //  end-4   4  CRC32C of the content
 //
@@ -53,7 +58,7 @@
 namespace detdb {
 
 inline constexpr uint32_t kCheckpointMagic = 0x504B4344;  // "DCKP"
-inline constexpr uint16_t kCheckpointVersion = 1;
+inline constexpr uint16_t kCheckpointVersion = 2;
 inline constexpr size_t kCheckpointTrailerBytes = 12;
 
 struct CheckpointOptions {
@@ -67,6 +72,16 @@ struct CheckpointOptions {
   // pruned). A hook returning true stops the checkpoint there (Aborted), as
   // a crash would; detdb's hook SIGKILLs the process.
   std::function<bool(std::string_view point)> crash_hook;
+  // State of the layer above that must survive with the checkpoint, as
+  // opaque bytes (deploy: the client endpoint's exactly-once table): the
+  // file's client state section. client_state(E), if set, is called by
+  // ReceiveCapture in the parent once the child's content is in (the
+  // engine first waits until every result of epochs <= E has been handed
+  // to its clients); its error fails the checkpoint. restore_client_state,
+  // if set, gets the section at recovery (empty for a version 1 file),
+  // before the log after the checkpoint is replayed; its error fails Start.
+  std::function<absl::StatusOr<std::string>(uint64_t epoch)> client_state;
+  std::function<absl::Status(std::string_view bytes)> restore_client_state;
 };
 
 struct CheckpointMeta {
@@ -105,9 +120,10 @@ struct CheckpointStats {
   double total_ms = 0;  // request to published (filled by the engine)
 };
 
-// Reads the child's bytes into the temp file, adds the trailer, fsyncs it,
-// reaps the child. Returns the temp file's path; on error the temp file is
-// removed (if it can be) and the child reaped.
+// Reads the child's bytes into the temp file, reaps the child, adds the
+// client state section (options.client_state) and the trailer, fsyncs it.
+// Returns the temp file's path; on error the temp file is removed (if it
+// can be) and the child reaped.
 absl::StatusOr<std::string> ReceiveCapture(const ForkedCapture& capture, const CheckpointOptions& options,
                                            uint64_t epoch, CheckpointStats* stats);
 // Renames the temp file to its final name and fsyncs the directory.
@@ -125,6 +141,7 @@ struct LoadedCheckpoint {
   CheckpointMeta meta;
   std::string path;
   std::string bytes;
+  std::string client_state;  // the client state section (empty in a version 1 file)
 };
 absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const CheckpointOptions& options, uint64_t epoch);
 

@@ -1,12 +1,19 @@
 // The checkpoint file: a forked capture round-trips the stores (digest
 // equal, inserted and erased rows included); every truncation and every
 // sampled bit flip is refused with the file named; pruning keeps the newest
-// two and removes leftover temp files; names parse.
+// two and removes leftover temp files; names parse; the client state
+// section round-trips, a damaged length is refused (bounded before it is
+// copied), a version 1 file (no section) is still read, and the provider's
+// error fails the capture.
 #include "scheduler/checkpoint.h"
+
+#include <cstring>
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "io/crc32c.h"
 #include "io/fault_injecting_file_system.h"
 #include "scheduler/test_workload.h"
 
@@ -142,6 +149,86 @@ TEST(Checkpoint, PruneKeepsTheNewestAndRemovesTempFiles) {
   auto listed = ListCheckpoints(o);
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ(*listed, (std::vector<uint64_t>{15, 10}));
+}
+
+// content + a fresh trailer (length, CRC32C): damage the CRC does not catch.
+std::string WithTrailer(std::string content) {
+  const uint64_t n = content.size();
+  const uint32_t crc = Crc32c(content.data(), content.size());
+  content.append(reinterpret_cast<const char*>(&n), 8);
+  content.append(reinterpret_cast<const char*>(&crc), 4);
+  return content;
+}
+
+void Rewrite(FaultInjectingFileSystem* fs, const std::string& path, const std::string& bytes) {
+  ASSERT_TRUE(fs->Remove(path).ok());
+  auto f = fs->NewAppendableFile(path);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Append(bytes).ok());
+  ASSERT_TRUE((*f)->Sync().ok());
+}
+
+TEST(Checkpoint, TheClientStateSectionRoundTripsAndIsBounded) {
+  FaultInjectingFileSystem fs;
+  CheckpointOptions o = Options(&fs);
+  o.client_state = [](uint64_t epoch) -> absl::StatusOr<std::string> {
+    return absl::StrCat("clients at ", epoch, std::string(1000, 'x'));
+  };
+  Stores a(30);
+  ASSERT_TRUE(Take(o, a, 6).ok());
+  auto loaded = ReadCheckpoint(o, 6);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->client_state, absl::StrCat("clients at 6", std::string(1000, 'x')));
+  Stores b(30);
+  ASSERT_TRUE(RestoreCheckpoint(*loaded, b.raw).ok());
+  EXPECT_EQ(b.Digests(), a.Digests());
+
+  // A section length beyond the file, with a valid CRC: refused, naming it.
+  const std::string path = JoinPath(kDir, CheckpointName(6));
+  const std::string content = loaded->bytes.substr(0, loaded->bytes.size() - kCheckpointTrailerBytes);
+  const size_t at = content.size() - loaded->client_state.size() - 8;
+  for (uint64_t bad : {uint64_t{1001 + 12}, uint64_t{1} << 62, ~uint64_t{0}}) {
+    std::string damaged = content;
+    std::memcpy(damaged.data() + at, &bad, 8);
+    Rewrite(&fs, path, WithTrailer(damaged));
+    auto r = ReadCheckpoint(o, 6);
+    ASSERT_TRUE(absl::IsDataLoss(r.status())) << bad << ": " << r.status();
+    EXPECT_NE(r.status().message().find(path), std::string::npos) << r.status();
+    EXPECT_NE(r.status().message().find("client state section"), std::string::npos) << r.status();
+  }
+  // A shorter length leaves trailing bytes: refused too.
+  std::string shorter = content;
+  const uint64_t less = 10;
+  std::memcpy(shorter.data() + at, &less, 8);
+  Rewrite(&fs, path, WithTrailer(shorter));
+  EXPECT_TRUE(absl::IsDataLoss(ReadCheckpoint(o, 6).status()));
+
+  // Version 1 (no section): read, with an empty client state.
+  std::string v1 = content.substr(0, at);
+  const uint16_t one = 1;
+  std::memcpy(v1.data() + 4, &one, 2);
+  Rewrite(&fs, path, WithTrailer(v1));
+  auto old = ReadCheckpoint(o, 6);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(old->client_state.empty());
+  Stores c(30);
+  ASSERT_TRUE(RestoreCheckpoint(*old, c.raw).ok());
+  EXPECT_EQ(c.Digests(), a.Digests());
+  // An unknown version is refused.
+  std::string v3 = content;
+  const uint16_t three = 3;
+  std::memcpy(v3.data() + 4, &three, 2);
+  Rewrite(&fs, path, WithTrailer(v3));
+  EXPECT_TRUE(absl::IsDataLoss(ReadCheckpoint(o, 6).status()));
+
+  // The provider's error fails the capture and leaves no temp file.
+  o.client_state = [](uint64_t) -> absl::StatusOr<std::string> { return absl::DeadlineExceededError("not yet"); };
+  auto failed = Take(o, a, 7);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(failed.status())) << failed.status();
+  EXPECT_NE(failed.status().message().find("not yet"), std::string::npos);
+  auto names = fs.ListDir(kDir);
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, (std::vector<std::string>{CheckpointName(6)}));
 }
 
 }  // namespace

@@ -60,7 +60,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
 }
 
 Engine::Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures)
-    : options_(options), partitioner_(partitioner), procedures_(procedures) {
+    : options_(options),
+      partitioner_(partitioner),
+      procedures_(procedures),
+      track_answers_(!options.log.dir.empty() && !options.checkpoint.dir.empty() &&
+                     options.checkpoint.client_state != nullptr) {
   const PeerLink* peers = options.peers;
   for (PartitionId p = 0; p < partitioner->num_partitions(); ++p) {
     const bool local = peers == nullptr || peers->NodeOf(p) == peers->node_id();
@@ -260,6 +264,7 @@ absl::Status Engine::SubmitGroup(std::vector<pb::Txn>* txns, bool validate) {
 
 void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
   if (options_.peers == nullptr && !options_.checkpoint.dir.empty()) NoteBatchIds(*batch);
+  if (track_answers_) NoteUnanswered(*batch);  // before any of its txns can run
   if (options_.record_history) {
     std::lock_guard<std::mutex> l(history_mu_);
     history_.push_back(batch);
@@ -392,6 +397,7 @@ void Engine::DeliverNow(const pb::TxnResult& result) {
     TxnClient* c = result.client_id() - 1 < clients_.size() ? clients_[result.client_id() - 1] : nullptr;
     if (c != nullptr) c->OnResult(result);
   }
+  if (track_answers_) NoteAnswered(result.txn_id());
   replied_.fetch_add(1, std::memory_order_release);
 }
 

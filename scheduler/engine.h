@@ -30,7 +30,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -94,6 +96,9 @@ struct EngineOptions {
   std::function<void(const absl::Status&)> on_log_failure;
   // Checkpoints (checkpoint.dir empty: none; needs the input log): see
   // Checkpoint() and scheduler/checkpoint.h. checkpoint.fs: log.fs if null.
+  // checkpoint.client_state(E) is called once every result of epochs <= E
+  // has been handed to the clients (or the results sink);
+  // checkpoint.restore_client_state at Start, before the replay.
   CheckpointOptions checkpoint;
 };
 
@@ -255,6 +260,14 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // checkpoint's header); NoteBatchIds keeps what it needs (sequencer thread).
   TxnId LastIdThrough(uint64_t epoch);
   void NoteBatchIds(const pb::Batch& batch);
+  // With checkpoint.client_state: the txns of our sequencer's batch wait for
+  // their results (sequencer thread); a result was handed over (DeliverNow);
+  // waits until every result of epochs <= epoch was (Unavailable if the log
+  // failed, DeadlineExceeded, Cancelled).
+  void NoteUnanswered(const pb::Batch& batch);
+  void NoteAnswered(TxnId id);
+  absl::Status WaitAnswered(uint64_t epoch, std::chrono::steady_clock::time_point deadline,
+                            const std::atomic<bool>* cancel);
   void OnLogFailure(const absl::Status& s);
   // Why Submit refuses: the log's error once it failed, else Unavailable.
   absl::Status NotAccepting() const;
@@ -315,6 +328,16 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::mutex ids_mu_;
   std::deque<std::pair<uint64_t, TxnId>> epoch_last_ids_;  // guarded by ids_mu_: (epoch, its last id)
   TxnId ids_floor_ = 0;                                     // guarded by ids_mu_: the id of earlier epochs
+  // With checkpoint.client_state: per batch of our sequencer with results
+  // not all handed over, keyed by its last txn id: (first id, epoch, left).
+  struct Unanswered {
+    TxnId first;
+    uint64_t epoch, left;
+  };
+  const bool track_answers_;
+  std::mutex unanswered_mu_;
+  std::condition_variable unanswered_cv_;
+  std::map<TxnId, Unanswered> unanswered_;  // guarded by unanswered_mu_
   mutable std::mutex history_mu_;
   std::vector<std::shared_ptr<const pb::Batch>> history_;  // guarded by history_mu_
 };

@@ -45,6 +45,41 @@ TxnId Engine::LastIdThrough(uint64_t epoch) {
   return id;
 }
 
+void Engine::NoteUnanswered(const pb::Batch& batch) {
+  if (batch.txns_size() == 0) return;
+  std::lock_guard<std::mutex> l(unanswered_mu_);
+  unanswered_[batch.txns().rbegin()->id()] =
+      Unanswered{batch.txns(0).id(), batch.epoch(), static_cast<uint64_t>(batch.txns_size())};
+}
+
+void Engine::NoteAnswered(TxnId id) {
+  std::lock_guard<std::mutex> l(unanswered_mu_);
+  // Our sequencer's ids grow with the epoch (dense in one process, epoch
+  // first in a cluster): the batch is the first whose last id is >= id.
+  // Replayed txns (before the sequencer starts) are in none.
+  auto it = unanswered_.lower_bound(id);
+  if (it == unanswered_.end() || id < it->second.first) return;
+  if (--it->second.left == 0) {
+    unanswered_.erase(it);
+    unanswered_cv_.notify_all();
+  }
+}
+
+absl::Status Engine::WaitAnswered(uint64_t epoch, std::chrono::steady_clock::time_point deadline,
+                                  const std::atomic<bool>* cancel) {
+  std::unique_lock<std::mutex> l(unanswered_mu_);
+  while (!unanswered_.empty() && unanswered_.begin()->second.epoch <= epoch) {
+    if (stage_->failed()) return absl::UnavailableError("the input log failed");
+    if (cancel != nullptr && cancel->load()) return absl::CancelledError("cancelled");
+    if (std::chrono::steady_clock::now() > deadline)
+      return absl::DeadlineExceededError(absl::StrCat("results of epoch ", unanswered_.begin()->second.epoch,
+                                                      " (", unanswered_.begin()->second.left,
+                                                      " txns) not handed to the clients yet"));
+    unanswered_cv_.wait_for(l, std::chrono::milliseconds(5));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::milliseconds timeout,
                                                    const std::atomic<bool>* cancel) {
   if (stage_ == nullptr || options_.checkpoint.dir.empty())
@@ -56,7 +91,18 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
   // epoch), publishes (rename, prune, cut) one at a time.
   std::unique_lock<std::mutex> capture_lock(checkpoint_mu_);
   const auto t0 = std::chrono::steady_clock::now();
-  const CheckpointOptions co = checkpoint_options();
+  CheckpointOptions co = checkpoint_options();
+  if (co.client_state) {
+    // The client state must hold every result of epochs <= epoch (recovery
+    // replays only the later ones): asked for once all have been handed
+    // over. It may hold later ones too: their epochs are durable (a result
+    // leaves only then), so replay after this checkpoint reproduces them
+    // identically and they merge with what it holds.
+    co.client_state = [this, timeout, cancel, inner = co.client_state](uint64_t e) -> absl::StatusOr<std::string> {
+      if (absl::Status w = WaitAnswered(e, std::chrono::steady_clock::now() + timeout, cancel); !w.ok()) return w;
+      return inner(e);
+    };
+  }
   CheckpointStats stats;
   stats.epoch = epoch;
   CheckpointMeta meta;
@@ -196,6 +242,13 @@ absl::StatusOr<uint64_t> Engine::RestoreCheckpoint(uint64_t resume, std::optiona
   std::vector<PartitionStore*> stores;
   for (auto& s : stores_) stores.push_back(s.get());
   if (absl::Status s = detdb::RestoreCheckpoint(*newest_checkpoint_, stores); !s.ok()) return s;
+  // The layer above's state of the checkpoint (the client endpoint's
+  // exactly-once table), before the replay's results merge into it.
+  if (options_.checkpoint.restore_client_state) {
+    if (absl::Status s = options_.checkpoint.restore_client_state(newest_checkpoint_->client_state); !s.ok())
+      return absl::DataLossError(absl::StrCat("checkpoint ", newest_checkpoint_->path,
+                                              ": its client state section: ", s.message()));
+  }
   *last_id = newest_checkpoint_->meta.last_txn_id;
   LOG(INFO) << "loaded checkpoint " << newest_checkpoint_->path << " (" << newest_checkpoint_->bytes.size()
             << " bytes) in " << MsSince(t0) << " ms";

@@ -5,8 +5,12 @@
 // the log is cut behind the oldest kept checkpoint; a crash at every step
 // of publishing leaves a node that recovers correctly; a damaged newest
 // checkpoint falls back to the older one; with no usable checkpoint and no
-// log from epoch 1 the node refuses to start, naming the file.
+// log from epoch 1 the node refuses to start, naming the file; the client
+// state of a checkpoint of epoch E is asked for once every result of epochs
+// <= E has been handed over and comes back at restart before the replay.
 #include <chrono>
+#include <cstring>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -35,7 +39,8 @@ struct World {
     CHECK(procs.Register(kRandomTxnType, "random", &RandomProcedure).ok());
   }
   std::unique_ptr<Engine> Make(FileSystem* fs, const std::string& lm = "dclp",
-                               std::function<bool(std::string_view)> hook = nullptr) {
+                               std::function<bool(std::string_view)> hook = nullptr,
+                               const std::function<void(EngineOptions*)>& tweak = nullptr) {
     CHECK(fs->CreateDir("/data").ok());
     EngineOptions o;
     o.workers = 2;
@@ -49,6 +54,7 @@ struct World {
     o.log.segment_bytes = 8 << 10;  // many segments, so that the cut removes some
     o.checkpoint.dir = kCkptDir;
     o.checkpoint.crash_hook = std::move(hook);
+    if (tweak) tweak(&o);
     auto e = Engine::Create(o, &parts, &procs);
     CHECK(e.ok()) << e.status();
     for (PartitionId p = 0; p < partitions; ++p)
@@ -355,6 +361,100 @@ TEST(CheckpointFallback, ACheckpointEpochAlreadyMergedIsRefused) {
   auto s = e->Checkpoint(1, std::chrono::seconds(5));
   EXPECT_TRUE(absl::IsFailedPrecondition(s.status())) << s.status();
   ASSERT_TRUE(e->Stop().ok());
+}
+
+// The client state (the layer above's exactly-once table; here the seqs
+// the client got so far) covers every result of epochs <= E, a failing
+// provider fails the checkpoint, and at restart the bytes come back before
+// any replayed result.
+TEST(CheckpointClientState, CoversEveryResultOfItsEpochsAndComesBackBeforeTheReplay) {
+  World w;
+  FaultInjectingFileSystem fs;
+  ResultCollector first;
+  std::atomic<bool> fail{false};
+  auto provide = [&](uint64_t) -> absl::StatusOr<std::string> {
+    if (fail.load()) return absl::InternalError("provider failed");
+    std::lock_guard<std::mutex> l(first.mu);
+    std::string out;
+    for (const auto& [seq, r] : first.by_seq) out.append(reinterpret_cast<const char*>(&seq), 8);
+    return out;
+  };
+  uint64_t epoch = 0;
+  std::string saved;
+  std::vector<std::shared_ptr<const pb::Batch>> history;
+  {
+    auto e = w.Make(&fs, "dclp", nullptr, [&](EngineOptions* o) {
+      o->checkpoint.client_state = [&](uint64_t at) {
+        auto s = provide(at);
+        if (s.ok()) saved = *s;
+        return s;
+      };
+    });
+    ASSERT_EQ(e->RegisterClient(&first), 1u);
+    { absl::Status st = e->Start(); ASSERT_TRUE(st.ok()) << st; }
+    Feeder feed(e.get(), RandomTxns(21, 1500, w.partitions, 1), &first);
+    WaitAcked(&first, 500);
+    fail = true;
+    auto bad = CheckpointSoon(e.get());
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInternal) << bad.status();
+    auto none = ListCheckpoints(CheckpointOptions{.dir = kCkptDir, .fs = &fs});
+    ASSERT_TRUE(none.ok());
+    EXPECT_TRUE(none->empty()) << "a checkpoint without its client state was published";
+    fail = false;
+    auto s = CheckpointSoon(e.get());
+    ASSERT_TRUE(s.ok()) << s.status();
+    epoch = s->epoch;
+    feed.Join();
+    ASSERT_TRUE(e->Stop().ok());
+    history = e->history();
+  }
+  std::set<uint64_t> covered;
+  for (size_t i = 0; i + 8 <= saved.size(); i += 8) {
+    uint64_t seq;
+    std::memcpy(&seq, saved.data() + i, 8);
+    covered.insert(seq);
+  }
+  size_t through = 0;
+  for (const auto& b : history)
+    if (b->epoch() <= epoch)
+      for (const pb::Txn& t : b->txns()) {
+        ++through;
+        ASSERT_TRUE(covered.count(t.client_seq())) << "seq " << t.client_seq() << " of epoch " << b->epoch()
+                                                   << " is not in the client state of epoch " << epoch;
+      }
+  ASSERT_GT(through, 0u);
+  ASSERT_LT(through, 1500u);
+
+  ResultCollector again;
+  std::string restored = "not called";
+  int results_before_restore = -1;
+  auto e = w.Make(&fs, "dclp", nullptr, [&](EngineOptions* o) {
+    o->checkpoint.client_state = provide;
+    o->checkpoint.restore_client_state = [&](std::string_view bytes) {
+      restored = std::string(bytes);
+      std::lock_guard<std::mutex> l(again.mu);
+      results_before_restore = again.count;
+      return absl::OkStatus();
+    };
+  });
+  ASSERT_EQ(e->RegisterClient(&again), 1u);
+  { absl::Status st = e->Start(); ASSERT_TRUE(st.ok()) << st; }
+  EXPECT_EQ(e->stats().restored_checkpoint, epoch);
+  EXPECT_EQ(restored, saved);
+  EXPECT_EQ(results_before_restore, 0) << "replayed results reached the client before the restore";
+  EXPECT_EQ(again.count, static_cast<int>(1500 - through)) << "the replay answers the txns after the checkpoint";
+  ASSERT_TRUE(e->Stop().ok());
+  e.reset();
+
+  // A restore that fails stops Start, naming the checkpoint.
+  auto e2 = w.Make(&fs, "dclp", nullptr, [&](EngineOptions* o) {
+    o->checkpoint.restore_client_state = [](std::string_view) { return absl::InvalidArgumentError("garbage"); };
+  });
+  ResultCollector third;
+  ASSERT_EQ(e2->RegisterClient(&third), 1u);
+  absl::Status st = e2->Start();
+  EXPECT_TRUE(absl::IsDataLoss(st)) << st;
+  EXPECT_NE(st.message().find(CheckpointName(epoch)), std::string::npos) << st;
 }
 
 }  // namespace
