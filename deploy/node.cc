@@ -190,6 +190,14 @@ void Node::CheckpointLoop(uint64_t every) {
     // partition's merged epoch may lag far behind the fastest's).
     const uint64_t open = engine_->open_epoch();
     if (open + ahead < next) {
+      // Meanwhile: prune and cut once the peers also hold our newest
+      // checkpoint (a no-op unless the common checkpoint rose).
+      l.unlock();
+      if (auto r = engine_->ReclaimCheckpoints(); !r.ok()) {
+        LOG_EVERY_N(WARNING, 100) << "node " << options_.node_id << ": pruning checkpoints: " << r.status();
+      }
+      l.lock();
+      if (checkpointer_stop_) break;
       checkpointer_cv_.wait_for(l, std::chrono::milliseconds(10));
       continue;
     }

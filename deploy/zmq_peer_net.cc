@@ -45,6 +45,7 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
   net->checkpoints_of_.assign(net->num_nodes_, {});
   net->from_start_of_.assign(net->num_nodes_, true);
   net->peer_durable_.assign(net->num_nodes_, 0);
+  net->peer_checkpoint_.assign(net->num_nodes_, 0);
   net->expected_seq_.assign(net->num_nodes_, 1);
   try {
     net->pull_ = std::make_unique<zmq::socket_t>(net->ctx_, zmq::socket_type::pull);
@@ -198,6 +199,9 @@ ZmqPeerNetStats ZmqPeerNet::stats() const {
 void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
   msg->set_config_hash(config_hash_);
   msg->set_from_node(options_.node_id);
+  // The checkpoint epoch first: a checkpoint is published only once its
+  // epoch is durable, so the durable epoch read after it is never below it.
+  msg->set_checkpoint_epoch(checkpoint_epoch_.load(std::memory_order_acquire));
   msg->set_durable_epoch(durable_epoch_.load(std::memory_order_relaxed));
   Peer* peer = node < peers_.size() ? peers_[node].get() : nullptr;
   if (peer == nullptr) {
@@ -209,6 +213,7 @@ void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
   if (peer->push == nullptr) return;  // stopped
   msg->set_seq(peer->next_seq++);
   peer->stamped = std::max(peer->stamped, msg->durable_epoch());
+  peer->checkpoint_stamped = std::max(peer->checkpoint_stamped, msg->checkpoint_epoch());
   peer->last_send = std::chrono::steady_clock::now();
   const size_t size = msg->ByteSizeLong();
   zmq::message_t frame(size);
@@ -309,6 +314,10 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
     peer_durable_[m.from_node()] = m.durable_epoch();
     handler_->OnPeerDurable(m.from_node(), m.durable_epoch());
   }
+  if (m.checkpoint_epoch() > peer_checkpoint_[m.from_node()]) {
+    peer_checkpoint_[m.from_node()] = m.checkpoint_epoch();
+    handler_->OnPeerCheckpoint(m.from_node(), m.checkpoint_epoch());
+  }
   switch (m.body_case()) {
     case pb::PeerMessage::kHello: {
       std::lock_guard<std::mutex> l(hello_mu_);
@@ -348,22 +357,23 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
       handler_->OnPeerResult(m.result());
       return;
     case pb::PeerMessage::BODY_NOT_SET:
-      return;  // a durable stamp alone (handled above)
+      return;  // a durable (and checkpoint) stamp alone (handled above)
     default:
       return drop("unknown message");
   }
 }
 
 void ZmqPeerNet::SendDurableStamps(bool force) {
+  const uint64_t checkpoint = checkpoint_epoch_.load(std::memory_order_acquire);
   const uint64_t durable = durable_epoch_.load(std::memory_order_relaxed);
-  if (durable == 0) return;
+  if (durable == 0 && checkpoint == 0) return;
   const auto now = std::chrono::steady_clock::now();
   for (uint32_t n = 0; n < num_nodes_; ++n) {
     if (n == options_.node_id || n >= peers_.size() || peers_[n] == nullptr) continue;
     {
       Peer& p = *peers_[n];
       std::lock_guard<std::mutex> l(p.mu);
-      if (p.push == nullptr || p.stamped >= durable) continue;
+      if (p.push == nullptr || (p.stamped >= durable && p.checkpoint_stamped >= checkpoint)) continue;
       if (!force && now - p.last_send < std::chrono::microseconds(options_.epoch_us)) continue;
     }
     pb::PeerMessage m;

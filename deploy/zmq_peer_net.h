@@ -122,6 +122,9 @@ class ZmqPeerNet final : public PeerLink {
   // sent on its own (a message with no body) when no other message carried
   // it within an epoch, and once more at Stop.
   void SetDurableEpoch(uint64_t epoch) override { durable_epoch_.store(epoch, std::memory_order_relaxed); }
+  // Stamped beside it (PeerMessage.checkpoint_epoch) and sent alike; the
+  // receiver hands it on after the durable epoch of the same message.
+  void SetCheckpointEpoch(uint64_t epoch) override { checkpoint_epoch_.store(epoch, std::memory_order_release); }
 
  private:
   struct Peer {
@@ -129,12 +132,13 @@ class ZmqPeerNet final : public PeerLink {
     std::unique_ptr<zmq::socket_t> push;  // guarded by mu
     uint64_t next_seq = 1;                 // guarded by mu: PeerMessage.seq of the next frame
     uint64_t stamped = 0;                  // guarded by mu: the durable epoch last sent to it
+    uint64_t checkpoint_stamped = 0;       // guarded by mu: the checkpoint epoch last sent to it
     std::chrono::steady_clock::time_point last_send;  // guarded by mu
   };
-  // Sends a message with no body, only the durable epoch, to every peer that
-  // has not been told the current one and (unless force) heard nothing from
-  // us for an epoch: the stamp must travel when no other traffic does (the
-  // last epochs, Stop).
+  // Sends a message with no body, only the durable (and checkpoint) epoch,
+  // to every peer that has not been told the current one and (unless force)
+  // heard nothing from us for an epoch: the stamp must travel when no other
+  // traffic does (the last epochs, Stop).
   void SendDurableStamps(bool force);
 
   explicit ZmqPeerNet(const ZmqPeerNetOptions& options);
@@ -166,6 +170,8 @@ class ZmqPeerNet final : public PeerLink {
   std::vector<bool> from_start_of_;                // guarded by hello_mu_: each node's !Hello.log_starts_later
   std::atomic<uint64_t> durable_epoch_{0};         // ours, stamped on every message
   std::vector<uint64_t> peer_durable_;             // receive thread only: last seen per sender
+  std::atomic<uint64_t> checkpoint_epoch_{0};      // ours, stamped on every message
+  std::vector<uint64_t> peer_checkpoint_;          // receive thread only: last seen per sender
   std::string hello_error_;                        // guarded by hello_mu_
   bool hello_cancelled_ = false;                   // guarded by hello_mu_
 

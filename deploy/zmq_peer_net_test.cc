@@ -59,6 +59,11 @@ class Recorder : public PeerHandler, public RemoteReadsReceiver {
     std::lock_guard<std::mutex> l(mu);
     durable.emplace_back(node, epoch);
   }
+  void OnPeerCheckpoint(uint32_t node, uint64_t epoch) override {
+    std::lock_guard<std::mutex> l(mu);
+    checkpoint.emplace_back(node, epoch);
+    durable_when_checkpoint.push_back(durable.empty() ? 0 : durable.back().second);
+  }
   void OnRemoteReads(pb::RemoteReads m) override {
     std::lock_guard<std::mutex> l(mu);
     reads.push_back(m.txn_id());
@@ -69,7 +74,8 @@ class Recorder : public PeerHandler, public RemoteReadsReceiver {
   }
   std::mutex mu;
   std::vector<uint64_t> epochs, results, reads;
-  std::vector<std::pair<uint32_t, uint64_t>> durable;
+  std::vector<std::pair<uint32_t, uint64_t>> durable, checkpoint;
+  std::vector<uint64_t> durable_when_checkpoint;  // the durable epoch heard before each checkpoint epoch
 };
 
 struct Pair {
@@ -217,6 +223,35 @@ TEST(ZmqPeerNet, TheDurableEpochTravelsAloneWhenNothingElseIsSentAndAtStop) {
   p.net[0]->SetDurableEpoch(9);
   p.net[0]->Stop();
   EXPECT_TRUE(heard(9));
+}
+
+// The newest checkpoint epoch rides beside the durable epoch (alone when
+// nothing else is sent), handed on after the durable epoch of its message.
+TEST(ZmqPeerNet, TheCheckpointEpochTravelsBesideTheDurableEpoch) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  auto heard = [&](uint64_t e) {
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard<std::mutex> l(p.rec[1].mu);
+        if (!p.rec[1].checkpoint.empty() && p.rec[1].checkpoint.back().second == e) return true;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  };
+  p.net[0]->SetDurableEpoch(20);
+  p.net[0]->SetCheckpointEpoch(15);
+  EXPECT_TRUE(heard(15));
+  p.net[0]->SetCheckpointEpoch(18);  // the durable epoch did not move: sent anyway
+  EXPECT_TRUE(heard(18));
+  std::lock_guard<std::mutex> l(p.rec[1].mu);
+  EXPECT_EQ(p.rec[1].checkpoint, (std::vector<std::pair<uint32_t, uint64_t>>{{0, 15}, {0, 18}}));
+  EXPECT_EQ(p.rec[1].durable_when_checkpoint, (std::vector<uint64_t>{20, 20}));
+  EXPECT_EQ(p.net[1]->stats().dropped, 0u);
 }
 
 TEST(ZmqPeerNet, NodesWithDifferentConfigsRefuseEachOther) {

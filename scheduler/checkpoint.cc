@@ -363,15 +363,21 @@ absl::StatusOr<std::vector<uint64_t>> ListCheckpoints(const CheckpointOptions& o
   return out;
 }
 
-absl::StatusOr<std::vector<uint64_t>> PruneCheckpoints(const CheckpointOptions& options) {
+absl::StatusOr<std::vector<uint64_t>> PruneCheckpoints(const CheckpointOptions& options,
+                                                       const std::optional<std::vector<uint64_t>>& keep) {
   FileSystem* fs = FsOf(options);
   auto epochs = ListCheckpoints(options);
   if (!epochs.ok()) return epochs.status();
-  const size_t keep = std::max<uint32_t>(options.keep, 1);
-  std::vector<uint64_t> kept(epochs->begin(), epochs->begin() + std::min(keep, epochs->size()));
+  const size_t newest = std::max<uint32_t>(options.keep, 1);
+  std::vector<uint64_t> kept;
   bool removed = false;
-  for (size_t i = keep; i < epochs->size(); ++i) {
-    if (absl::Status s = fs->Remove(JoinPath(options.dir, CheckpointName((*epochs)[i]))); !s.ok()) return s;
+  for (size_t i = 0; i < epochs->size(); ++i) {
+    const uint64_t e = (*epochs)[i];
+    if (keep.has_value() ? std::find(keep->begin(), keep->end(), e) != keep->end() : i < newest) {
+      kept.push_back(e);
+      continue;
+    }
+    if (absl::Status s = fs->Remove(JoinPath(options.dir, CheckpointName(e))); !s.ok()) return s;
     removed = true;
   }
   // Temp files of attempts that never published (a crash, an error).
@@ -388,6 +394,16 @@ absl::StatusOr<std::vector<uint64_t>> PruneCheckpoints(const CheckpointOptions& 
   }
   std::reverse(kept.begin(), kept.end());
   return kept;
+}
+
+absl::Status QuarantineCheckpoints(const CheckpointOptions& options, const std::vector<uint64_t>& epochs) {
+  if (epochs.empty()) return absl::OkStatus();
+  FileSystem* fs = FsOf(options);
+  for (uint64_t e : epochs) {
+    const std::string path = JoinPath(options.dir, CheckpointName(e));
+    if (absl::Status s = fs->Rename(path, path + kQuarantineSuffix); !s.ok()) return s;
+  }
+  return fs->SyncDir(options.dir);
 }
 
 absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const CheckpointOptions& options, uint64_t epoch) {

@@ -13,7 +13,8 @@
 // the pipe into DIR/ckpt-<epoch>.ckpt.tmp through a FileSystem, appends the
 // layer above's client state section and the trailer (length, CRC32C) and
 // fsyncs it; PublishCheckpoint renames it into place and fsyncs the
-// directory; PruneCheckpoints keeps the newest `keep`.
+// directory; PruneCheckpoints keeps the newest `keep` (in a cluster: what
+// CheckpointAgreement says, scheduler/checkpoint_agreement.h).
 //
 // File format (integers little-endian):
 //   0   4  magic "DCKP" (0x504B4344)
@@ -128,12 +129,21 @@ absl::StatusOr<std::string> ReceiveCapture(const ForkedCapture& capture, const C
                                            uint64_t epoch, CheckpointStats* stats);
 // Renames the temp file to its final name and fsyncs the directory.
 absl::Status PublishCheckpoint(const CheckpointOptions& options, const std::string& tmp_path, uint64_t epoch);
-// Removes all but the newest options.keep checkpoints (and leftover temp
-// files of older epochs), then fsyncs the directory. Returns the epochs kept,
-// oldest first.
-absl::StatusOr<std::vector<uint64_t>> PruneCheckpoints(const CheckpointOptions& options);
-// Epochs of the checkpoint files in dir, newest first (none if dir is missing).
+// Removes every checkpoint not in `keep` (default: all but the newest
+// options.keep; a cluster passes CheckpointAgreement's plan) and leftover
+// temp files, then fsyncs the directory. Returns the epochs kept, oldest
+// first. Quarantined files (below) are neither counted nor removed.
+absl::StatusOr<std::vector<uint64_t>> PruneCheckpoints(const CheckpointOptions& options,
+                                                       const std::optional<std::vector<uint64_t>>& keep = std::nullopt);
+// Epochs of the checkpoint files in dir, newest first (none if dir is
+// missing). Only exact names count: not temp files, not quarantined ones.
 absl::StatusOr<std::vector<uint64_t>> ListCheckpoints(const CheckpointOptions& options);
+// Renames the checkpoints of these epochs to <name>.bad (kept for
+// inspection; never listed, counted, loaded or removed by the code), then
+// fsyncs the directory. Recovery quarantines the files it rejects and those
+// after the epoch the cluster resumes at.
+absl::Status QuarantineCheckpoints(const CheckpointOptions& options, const std::vector<uint64_t>& epochs);
+inline constexpr char kQuarantineSuffix[] = ".bad";
 
 // A checkpoint file read and checked (magic, version, length, CRC, header,
 // structure): DataLoss naming the file otherwise.

@@ -231,5 +231,31 @@ TEST(Checkpoint, TheClientStateSectionRoundTripsAndIsBounded) {
   EXPECT_EQ(*names, (std::vector<std::string>{CheckpointName(6)}));
 }
 
+// Quarantined files (<name>.bad) are never listed, counted or removed; a
+// plan's keep list is followed exactly.
+TEST(Checkpoint, PruneIgnoresQuarantinedFilesAndFollowsAKeepList) {
+  FaultInjectingFileSystem fs;
+  CheckpointOptions o = Options(&fs);
+  o.keep = 2;
+  Stores a(10);
+  for (uint64_t e : {5, 10, 15, 20, 25}) ASSERT_TRUE(Take(o, a, e).ok());
+  ASSERT_TRUE(QuarantineCheckpoints(o, {20, 25}).ok());
+  auto listed = ListCheckpoints(o);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(*listed, (std::vector<uint64_t>{15, 10, 5})) << "the quarantined newest two are not counted";
+  auto kept = PruneCheckpoints(o);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, (std::vector<uint64_t>{10, 15}));
+  kept = PruneCheckpoints(o, std::vector<uint64_t>{10});
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, (std::vector<uint64_t>{10}));
+  auto names = fs.ListDir(kDir);
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, (std::vector<std::string>{CheckpointName(10), CheckpointName(20) + ".bad",
+                                              CheckpointName(25) + ".bad"}));
+  // A quarantined file is not read back by its epoch either.
+  EXPECT_TRUE(absl::IsNotFound(ReadCheckpoint(o, 25).status())) << ReadCheckpoint(o, 25).status();
+}
+
 }  // namespace
 }  // namespace detdb

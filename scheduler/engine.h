@@ -10,8 +10,8 @@
 //   store(p) -> RegisterClient(c) -> Start() -> Submit()... -> Stop()
 //
 // INPUT:  Submit/SubmitMany from client threads (validated before sequencing);
-//         cluster mode: PeerHandler::OnPeerBatch/OnPeerResult/OnPeerDurable
-//         from the network.
+//         cluster mode: PeerHandler::OnPeerBatch/OnPeerResult/OnPeerDurable/
+//         OnPeerCheckpoint from the network.
 // OUTPUT: TxnClient::OnResult once per accepted txn, on a worker thread (or
 //         the network thread, for a txn coordinated by another node; with
 //         the input log, the thread that made its epoch durable everywhere);
@@ -46,6 +46,7 @@
 #include "common/partitioner.h"
 #include "lockmgr/lock_manager.h"
 #include "scheduler/checkpoint.h"
+#include "scheduler/checkpoint_agreement.h"
 #include "proto/detdb.pb.h"
 #include "scheduler/log_stage.h"
 #include "scheduler/peer_link.h"
@@ -170,8 +171,18 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // without the input log and checkpoint dir, or if a partition already
   // merged past `epoch` (ask for a later one); DeadlineExceeded after
   // timeout. Thread-safe: captures one at a time, writes may overlap.
+  // In a cluster the checkpoints kept and the cut follow the agreement with
+  // the peers (scheduler/checkpoint_agreement.h): every node keeps one that
+  // every node holds.
   absl::StatusOr<CheckpointStats> Checkpoint(uint64_t epoch, std::chrono::milliseconds timeout,
                                              const std::atomic<bool>* cancel = nullptr);
+  // Prunes checkpoints and cuts the log again if the peers' reports made a
+  // newer checkpoint common since the last prune (a cluster learns that its
+  // newest one is common only after publishing it); a no-op otherwise.
+  // Returns the number of log segments dropped. Thread-safe.
+  absl::StatusOr<size_t> ReclaimCheckpoints();
+  // The newest checkpoint epoch every node is known to hold (0: none known).
+  uint64_t common_checkpoint() const { return agreement_.anchor(); }
   // True while Start() replays the log (results then are the log's, again).
   bool replaying() const { return replaying_.load(std::memory_order_acquire); }
   bool log_failed() const { return stage_ != nullptr && stage_->failed(); }
@@ -246,6 +257,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void OnPeerBatch(std::shared_ptr<pb::Batch> batch) override;
   void OnPeerResult(const pb::TxnResult& result) override;
   void OnPeerDurable(uint32_t node, uint64_t epoch) override;
+  void OnPeerCheckpoint(uint32_t node, uint64_t epoch) override;
 
  private:
   // Start's part with the input log (engine_recovery.cc): replay, wait.
@@ -256,6 +268,9 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   absl::StatusOr<uint64_t> RestoreCheckpoint(uint64_t resume, std::optional<uint64_t> checkpoint_epoch,
                                              TxnId* last_id);
   CheckpointOptions checkpoint_options() const;
+  // Prunes and cuts as agreement_ plans; *dropped: log segments removed.
+  // REQUIRES: publish_mu_ held.
+  absl::StatusOr<std::vector<uint64_t>> PruneAndCutLocked(const CheckpointOptions& co, size_t* dropped);
   // One process: the largest txn id of the epochs <= epoch (for a
   // checkpoint's header); NoteBatchIds keeps what it needs (sequencer thread).
   TxnId LastIdThrough(uint64_t epoch);
@@ -324,6 +339,10 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::atomic<uint64_t> restored_checkpoint_{0}, checkpoints_{0}, last_checkpoint_epoch_{0};
   std::mutex checkpoint_mu_;  // one capture (boundary hold + fork) at a time
   std::mutex publish_mu_;     // one publish (rename, prune, log cut) at a time
+  // Which checkpoints every node holds (the peers' reports); keeps and cuts.
+  CheckpointAgreement agreement_{options_.peers != nullptr ? options_.peers->num_nodes() : 1u,
+                                 options_.peers != nullptr ? options_.peers->node_id() : 0u};
+  uint64_t planned_anchor_ = 0;  // guarded by publish_mu_: agreement_.anchor() at the last prune
   std::mutex boundary_mu_;    // one AtEpochBoundary at a time (one hold per scheduler)
   std::mutex ids_mu_;
   std::deque<std::pair<uint64_t, TxnId>> epoch_last_ids_;  // guarded by ids_mu_: (epoch, its last id)

@@ -1,6 +1,7 @@
 // Engine's checkpoint part: taking a checkpoint at an epoch boundary while
 // txns run, and choosing and loading one at recovery. See
 // scheduler/checkpoint.h and docs/DURABILITY.md, section "Checkpoints".
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -140,17 +141,12 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
   }
   std::lock_guard<std::mutex> publish_lock(publish_mu_);
   if (absl::Status p = PublishCheckpoint(co, *tmp, epoch); !p.ok()) return p;
-  auto kept = PruneCheckpoints(co);
-  if (!kept.ok()) return kept.status();
-  // The log is needed only after the oldest kept checkpoint; it is cut
-  // only once `keep` checkpoints exist, so that a damaged newest one always
-  // has an older one (or the log from epoch 1) to fall back to.
+  // Told to the peers on every message from now on (beside the durable epoch).
+  const uint64_t newest = agreement_.OnPublished(epoch);
+  if (options_.peers != nullptr) options_.peers->SetCheckpointEpoch(newest);
   size_t dropped = 0;
-  if (kept->size() >= std::max<uint32_t>(co.keep, 1)) {
-    auto d = DropInputLogBefore(options_.log.dir, kept->front(), options_.log.fs);
-    if (!d.ok()) return d.status();
-    dropped = *d;
-  }
+  auto kept = PruneAndCutLocked(co, &dropped);
+  if (!kept.ok()) return kept.status();
   stats.path = JoinPath(co.dir, CheckpointName(epoch));
   stats.total_ms = MsSince(t0);
   checkpoints_.fetch_add(1, std::memory_order_relaxed);
@@ -160,6 +156,40 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
             << stats.total_ms << " ms; kept epochs " << absl::StrJoin(*kept, ",") << "; " << dropped
             << " log segment(s) dropped";
   return stats;
+}
+
+absl::StatusOr<std::vector<uint64_t>> Engine::PruneAndCutLocked(const CheckpointOptions& co, size_t* dropped) {
+  *dropped = 0;
+  // Plan from the anchor as it is now (a later rise re-plans).
+  planned_anchor_ = agreement_.anchor();
+  auto listed = ListCheckpoints(co);
+  if (!listed.ok()) return listed.status();
+  // Keeps every checkpoint from the newest one every node holds on, plus
+  // older fallbacks; the log is needed only after the oldest kept anchor,
+  // and is cut only once keep anchors exist, so that a damaged newest one
+  // always has an older one (or the log from epoch 1) to fall back to.
+  const CheckpointPlan plan = agreement_.Plan(*listed, co.keep);
+  auto kept = PruneCheckpoints(co, plan.keep);
+  if (!kept.ok()) return kept.status();
+  if (plan.cut_before > 0) {
+    auto d = DropInputLogBefore(options_.log.dir, plan.cut_before, options_.log.fs);
+    if (!d.ok()) return d.status();
+    *dropped = *d;
+  }
+  return kept;
+}
+
+absl::StatusOr<size_t> Engine::ReclaimCheckpoints() {
+  if (stage_ == nullptr || options_.checkpoint.dir.empty()) return 0;
+  if (!accepting_.load(std::memory_order_acquire)) return 0;
+  std::lock_guard<std::mutex> publish_lock(publish_mu_);
+  if (agreement_.anchor() == planned_anchor_) return 0;
+  size_t dropped = 0;
+  auto kept = PruneAndCutLocked(checkpoint_options(), &dropped);
+  if (!kept.ok()) return kept.status();
+  LOG(INFO) << "checkpoint " << planned_anchor_ << " is held by every node: kept epochs " << absl::StrJoin(*kept, ",")
+            << "; " << dropped << " log segment(s) dropped";
+  return dropped;
 }
 
 absl::Status Engine::FindCheckpoints(uint64_t log_epoch) {
@@ -173,17 +203,24 @@ absl::Status Engine::FindCheckpoints(uint64_t log_epoch) {
   auto epochs = ListCheckpoints(co);
   if (!epochs.ok()) return epochs.status();
   std::vector<std::string> bad;
+  // Files that can never be used (damaged, or not of this log's history):
+  // quarantined once this node is sure to start; a config mismatch or an
+  // I/O error is not the file's fault and leaves it alone.
+  std::vector<uint64_t> quarantine;
   for (uint64_t e : *epochs) {
     const std::string path = JoinPath(co.dir, CheckpointName(e));
     if (e > log_epoch) {
       bad.push_back(absl::StrCat(path, ": epoch ", e, " is after the log's last complete epoch ", log_epoch));
+      quarantine.push_back(e);
       continue;
     }
     if (first->has_value() && **first > e + 1) {
       bad.push_back(absl::StrCat(path, ": the log starts at epoch ", **first, ", after it"));
+      quarantine.push_back(e);
       continue;
     }
     auto c = ReadCheckpoint(co, e);
+    if (absl::IsDataLoss(c.status())) quarantine.push_back(e);
     if (c.ok() && c->meta.config_hash != options_.log.config_hash)
       c = absl::FailedPreconditionError(absl::StrCat("checkpoint ", path, ": config hash ", c->meta.config_hash,
                                                      ", this node's is ", options_.log.config_hash));
@@ -205,6 +242,10 @@ absl::Status Engine::FindCheckpoints(uint64_t log_epoch) {
     return absl::DataLossError(absl::StrCat("the input log ", options_.log.dir, " starts at epoch ",
                                             first->value_or(0), " and there is no checkpoint in ", co.dir,
                                             " to start from"));
+  if (absl::Status q = QuarantineCheckpoints(co, quarantine); !q.ok()) return q;
+  if (!quarantine.empty())
+    LOG(WARNING) << "renamed the unusable checkpoint(s) of epochs " << absl::StrJoin(quarantine, ",") << " to *"
+                 << kQuarantineSuffix << " (kept for inspection, never loaded)";
   if (!checkpoint_epochs_.empty())
     LOG(INFO) << "checkpoints usable for recovery: epochs " << absl::StrJoin(checkpoint_epochs_, ",");
   return absl::OkStatus();
@@ -212,6 +253,20 @@ absl::Status Engine::FindCheckpoints(uint64_t log_epoch) {
 
 absl::StatusOr<uint64_t> Engine::RestoreCheckpoint(uint64_t resume, std::optional<uint64_t> checkpoint_epoch,
                                                    TxnId* last_id) {
+  // A checkpoint after the resume epoch holds epochs that are about to be
+  // cut from the log and sequenced anew (possible with --log_sync=none):
+  // quarantined before the log is cut (Open), never loaded later.
+  std::vector<uint64_t> after;
+  for (uint64_t e : checkpoint_epochs_)
+    if (e > resume) after.push_back(e);
+  if (!after.empty()) {
+    if (absl::Status q = QuarantineCheckpoints(checkpoint_options(), after); !q.ok()) return q;
+    LOG(WARNING) << "checkpoint(s) of epochs " << absl::StrJoin(after, ",") << " are after the epoch every node "
+                 << "resumes at (" << resume << "): renamed to *" << kQuarantineSuffix;
+    checkpoint_epochs_.erase(std::remove_if(checkpoint_epochs_.begin(), checkpoint_epochs_.end(),
+                                            [&](uint64_t e) { return e > resume; }),
+                             checkpoint_epochs_.end());
+  }
   uint64_t c = 0;
   if (checkpoint_epoch.has_value()) {
     c = *checkpoint_epoch;
@@ -222,6 +277,7 @@ absl::StatusOr<uint64_t> Engine::RestoreCheckpoint(uint64_t resume, std::optiona
         break;
       }
   }
+  agreement_.Start(checkpoint_epochs_, c);
   if (c == 0) {
     newest_checkpoint_.reset();
     if (!log_from_start_)

@@ -286,6 +286,7 @@ INSTANTIATE_TEST_SUITE_P(Steps, PublishCrash,
 // the two epochs.
 struct TwoCheckpoints {
   uint64_t digest = 0, e1 = 0, e2 = 0;
+  std::vector<std::shared_ptr<const pb::Batch>> history;
 };
 TwoCheckpoints RunWithTwoCheckpoints(World* w, FileSystem* fs) {
   TwoCheckpoints out;
@@ -306,6 +307,7 @@ TwoCheckpoints RunWithTwoCheckpoints(World* w, FileSystem* fs) {
   out.digest = DigestOf(e.get());
   out.e1 = s1->epoch;
   out.e2 = s2->epoch;
+  out.history = e->history();
   return out;
 }
 
@@ -327,9 +329,56 @@ TEST(CheckpointFallback, ADamagedNewestCheckpointFallsBackToTheOlder) {
     ASSERT_EQ(e->RegisterClient(&c), 1u);
     { absl::Status st = e->Start(); ASSERT_TRUE(st.ok()) << st; }
     EXPECT_EQ(e->stats().restored_checkpoint, run.e1) << (truncate ? "truncated" : "bit flip");
+    // The rejected file is kept for inspection under another name, never
+    // counted (by pruning) or loaded again.
+    EXPECT_FALSE(fs.FileSize(newest).ok());
+    EXPECT_TRUE(fs.FileSize(newest + kQuarantineSuffix).ok());
     ASSERT_TRUE(e->Stop().ok());
     EXPECT_EQ(DigestOf(e.get()), run.digest);
   }
+}
+
+// A checkpoint after the epoch the node resumes at (R < its epoch: with
+// --log_sync=none a cluster may resume before it) holds epochs that are cut
+// from the log and sequenced anew: it is renamed before the cut and never
+// loaded, also at a later restart whose log has passed its epoch again.
+TEST(CheckpointQuarantine, ACheckpointAfterTheResumeEpochIsNeverLoaded) {
+  World w;
+  FaultInjectingFileSystem fs;
+  const TwoCheckpoints run = RunWithTwoCheckpoints(&w, &fs);
+  const uint64_t resume = run.e2 - 1;
+  const std::string e2_path = JoinPath(kCkptDir, CheckpointName(run.e2));
+  std::vector<std::shared_ptr<const pb::Batch>> history;
+  for (const auto& b : run.history)
+    if (b->epoch() <= resume) history.push_back(b);
+  {
+    auto e = w.Make(&fs);
+    ResultCollector c;
+    ASSERT_EQ(e->RegisterClient(&c), 1u);
+    { absl::Status st = e->Start(0, resume); ASSERT_TRUE(st.ok()) << st; }
+    EXPECT_EQ(e->stats().restored_checkpoint, run.e1);
+    EXPECT_FALSE(fs.FileSize(e2_path).ok());
+    EXPECT_TRUE(fs.FileSize(e2_path + kQuarantineSuffix).ok());
+    // Other txns run past e2 this time.
+    std::vector<pb::Txn> more = RandomTxns(14, 400, w.partitions, 1);
+    for (auto& t : more) t.set_client_seq(t.client_seq() + 100000);
+    Feeder feed(e.get(), std::move(more), &c);
+    feed.Join();
+    while (e->open_epoch() < run.e2 + 20) std::this_thread::sleep_for(milliseconds(1));
+    ASSERT_TRUE(e->Stop().ok());
+    for (const auto& b : e->history()) history.push_back(b);
+    EXPECT_EQ(DigestOf(e.get()), w.Oracle(history, UINT64_MAX));
+  }
+  auto e = w.Make(&fs);
+  ResultCollector c;
+  ASSERT_EQ(e->RegisterClient(&c), 1u);
+  auto last = e->RecoverLog();
+  ASSERT_TRUE(last.ok()) << last.status();
+  ASSERT_GT(*last, run.e2);
+  { absl::Status st = e->Start(); ASSERT_TRUE(st.ok()) << st; }
+  EXPECT_EQ(e->stats().restored_checkpoint, run.e1) << "the old checkpoint of e2 was loaded";
+  ASSERT_TRUE(e->Stop().ok());
+  EXPECT_EQ(DigestOf(e.get()), w.Oracle(history, UINT64_MAX));
 }
 
 TEST(CheckpointFallback, NoUsableCheckpointAndNoLogFromEpochOneRefusesNamingTheFile) {
@@ -348,6 +397,9 @@ TEST(CheckpointFallback, NoUsableCheckpointAndNoLogFromEpochOneRefusesNamingTheF
   ASSERT_TRUE(absl::IsDataLoss(st)) << st;
   EXPECT_NE(st.message().find(JoinPath(kCkptDir, CheckpointName(run.e2))), std::string::npos) << st;
   EXPECT_NE(st.message().find("CRC mismatch"), std::string::npos) << st;
+  // A node that refuses to start renames nothing (a hand restore starts
+  // from the files as they were).
+  for (uint64_t epoch : {run.e1, run.e2}) EXPECT_TRUE(fs.FileSize(JoinPath(kCkptDir, CheckpointName(epoch))).ok());
 }
 
 TEST(CheckpointFallback, ACheckpointEpochAlreadyMergedIsRefused) {

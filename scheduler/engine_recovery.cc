@@ -49,6 +49,9 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch, std::option
     (void)stage_->Close();  // no writer callbacks into a half-started engine
     return in.status();
   }
+  // Our newest valid checkpoint (<= resume, the durable epoch Open told the
+  // peers), for the peers' CheckpointAgreement.
+  if (options_.peers != nullptr && agreement_.newest() > 0) options_.peers->SetCheckpointEpoch(agreement_.newest());
   const uint32_t self = options_.peers != nullptr ? options_.peers->node_id() : 0;
   uint64_t own = 0, total = 0;
   for (const auto& b : in->batches) {
@@ -113,7 +116,15 @@ void Engine::OnLogFailure(const absl::Status& s) {
 }
 
 void Engine::OnPeerDurable(uint32_t node, uint64_t epoch) {
+  agreement_.OnPeerDurable(node, epoch);
   if (stage_ != nullptr) stage_->OnPeerDurable(node, epoch);
+}
+
+void Engine::OnPeerCheckpoint(uint32_t node, uint64_t epoch) {
+  if (!agreement_.OnPeerCheckpoint(node, epoch)) {
+    LOG_EVERY_N(WARNING, 100) << "node " << node << " reported checkpoint epoch " << epoch
+                              << ", above its durable epoch or below its previous report: ignored";
+  }
 }
 
 }  // namespace detdb

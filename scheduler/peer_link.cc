@@ -27,6 +27,10 @@ class InProcessPeerHub::Link final : public PeerLink {
     for (const auto& l : hub_->links_)
       if (l.get() != this) l->handler_->OnPeerDurable(node_, epoch);
   }
+  void SetCheckpointEpoch(uint64_t epoch) override {
+    for (const auto& l : hub_->links_)
+      if (l.get() != this) l->handler_->OnPeerCheckpoint(node_, epoch);
+  }
 
  private:
   InProcessPeerHub* const hub_;

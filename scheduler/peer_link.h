@@ -35,6 +35,10 @@ class PeerHandler {
   // INPUT: node's durable epoch (its input log holds every epoch up to it),
   // carried on its messages; never decreasing per node.
   virtual void OnPeerDurable(uint32_t node, uint64_t epoch) = 0;
+  // INPUT: node's newest published checkpoint epoch, carried on its
+  // messages beside its durable epoch (and delivered after it); untrusted:
+  // the handler checks it against that durable epoch.
+  virtual void OnPeerCheckpoint(uint32_t node, uint64_t epoch) = 0;
 };
 
 // Transport::Send delivers to a local partition's receiver directly and to a
@@ -51,6 +55,9 @@ class PeerLink : public Transport {
   // This node's durable epoch, for every peer (PeerHandler::OnPeerDurable
   // there); the ZeroMQ link carries it on every message it sends.
   virtual void SetDurableEpoch(uint64_t epoch) = 0;
+  // This node's newest published checkpoint epoch, for every peer
+  // (PeerHandler::OnPeerCheckpoint there); carried like the durable epoch.
+  virtual void SetCheckpointEpoch(uint64_t epoch) = 0;
 };
 
 // Connects the engines of several nodes inside one process: every message is
