@@ -2,7 +2,7 @@
 // (docs/DURABILITY.md, "Exactly once across restarts"). A 3-node cluster
 // with --data_dir runs txns through its clients (one client more than the
 // 4096 outcomes a node remembers per client), takes a checkpoint on request,
-// runs more, and every node is killed with SIGKILL and restarted from that
+// runs more (one client sends none), and every node is killed with SIGKILL and restarted from that
 // checkpoint (only the txns after it are replayed). Then for the txns
 // acknowledged before the checkpoint: (a) an outcome query answers the
 // original result, or UNAVAILABLE for the oldest ones the node no longer
@@ -178,8 +178,9 @@ TEST(ClusterExactlyOnceTest, TxnsAcknowledgedBeforeACheckpointAreNeverRunAgainAf
   for (uint32_t n = 0; n < kNodes; ++n)
     ASSERT_TRUE(taken[n].ok()) << "node " << n << ": " << taken[n].status() << "\n" << cluster.Logs();
 
-  // After it: replayed at the restart.
-  for (uint32_t c = 0; c < kNodes; ++c) after[c] = Txns(c, before_n[c] + 1, 100);
+  // After it: replayed at the restart. Client 2 sends none: the replay
+  // tells the node nothing about it (the case that ran txns twice).
+  for (uint32_t c = 0; c < 2; ++c) after[c] = Txns(c, before_n[c] + 1, 100);
   const std::map<Id, pb::TxnResult> acked_after = RunAll(cc->get(), after);
   const std::map<uint32_t, uint64_t> digests = Digests(cluster.config());
   ASSERT_EQ(digests.size(), kNodes);
@@ -195,7 +196,7 @@ TEST(ClusterExactlyOnceTest, TxnsAcknowledgedBeforeACheckpointAreNeverRunAgainAf
   ASSERT_TRUE(infos.ok()) << infos.status();
   for (const auto& i : *infos) {
     ASSERT_EQ(i.restored_checkpoint(), requested) << "node " << i.node_id() << "\n" << cluster.Logs();
-    EXPECT_LE(i.replayed_txns(), 3 * 100u) << "node " << i.node_id() << " replayed txns before the checkpoint";
+    EXPECT_LE(i.replayed_txns(), 2 * 100u) << "node " << i.node_id() << " replayed txns before the checkpoint";
   }
 
   // (a) Outcome queries: the original result, or UNAVAILABLE for the oldest
@@ -219,6 +220,7 @@ TEST(ClusterExactlyOnceTest, TxnsAcknowledgedBeforeACheckpointAreNeverRunAgainAf
         ExpectSameResult(r, acked.at({r.client_id(), r.client_seq()}));
       }
     }
+    if (after[c].empty()) continue;
     auto out = (*cc)->node(c)->Outcomes(after[c], seconds(10));
     ASSERT_TRUE(out.ok()) << out.status();
     for (const pb::TxnResult& r : *out) ExpectSameResult(r, acked_after.at({r.client_id(), r.client_seq()}));
@@ -258,10 +260,11 @@ TEST(ClusterExactlyOnceTest, TxnsAcknowledgedBeforeACheckpointAreNeverRunAgainAf
   }
   EXPECT_EQ(answered, resent.size());
 
-  // (c) Client::Run of a txn acknowledged before the checkpoint: its
-  // original result; of a forgotten one: no outcome, and it does not run.
-  const pb::Txn& old = before[1][10];
-  auto ran = (*cc)->node(1)->Run(old, seconds(30));
+  // (c) Client::Run of a txn acknowledged before the checkpoint (of the
+  // client with no txn after it): its original result; of a forgotten one:
+  // no outcome, and it does not run.
+  const pb::Txn& old = before[2][10];
+  auto ran = (*cc)->node(2)->Run(old, seconds(30));
   ASSERT_TRUE(ran.ok()) << ran.status();
   ExpectSameResult(*ran, acked.at({old.client_id(), old.client_seq()}));
   const pb::Txn& lost = before[0][forgotten.back().second - 1];

@@ -449,7 +449,10 @@ TEST(CheckpointClientState, CoversEveryResultOfItsEpochsAndComesBackBeforeTheRep
     fail = true;
     auto bad = CheckpointSoon(e.get());
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInternal) << bad.status();
-    auto none = ListCheckpoints(CheckpointOptions{.dir = kCkptDir, .fs = &fs});
+    CheckpointOptions listing;
+    listing.dir = kCkptDir;
+    listing.fs = &fs;
+    auto none = ListCheckpoints(listing);
     ASSERT_TRUE(none.ok());
     EXPECT_TRUE(none->empty()) << "a checkpoint without its client state was published";
     fail = false;
