@@ -17,13 +17,16 @@
 //
 // File format (integers little-endian):
 //   0   4  magic "DCKP" (0x504B4344)
-//   4   2  format version (1)
+//   4   2  format version (2; version 1 files are still read)
 //   6   2  flags (0)
 //   8   8  epoch E: every txn of epochs <= E applied, none later
 //  16   8  config hash (of the cluster config; 0 in one process)
 //  24   8  last txn id of epochs <= E (one process: dense ids continue after it)
 //  32   4  partition count n
-//  36   4  reserved (0)
+//  36   4  version 2: CRC32C of the payloads of epoch E's records in this
+//          node's input log, in log order (0: not recorded); version 1: 0.
+//          A checkpoint whose E differs from the log's E was taken in
+//          another history (e.g. epochs cut and sequenced anew): refused.
 //  40  4n  partition ids
 //  then per partition: u32 partition id, u32 table count; per table:
 //      u32 table id, u32 value size, u64 record count, then per record in
@@ -54,7 +57,7 @@
 namespace detdb {
 
 inline constexpr uint32_t kCheckpointMagic = 0x504B4344;  // "DCKP"
-inline constexpr uint16_t kCheckpointVersion = 1;
+inline constexpr uint16_t kCheckpointVersion = 2;
 inline constexpr size_t kCheckpointTrailerBytes = 12;
 
 struct CheckpointOptions {
@@ -75,6 +78,8 @@ struct CheckpointMeta {
   uint64_t config_hash = 0;
   TxnId last_txn_id = 0;
   std::vector<PartitionId> partitions;
+  // CRC32C of the payloads of epoch E's log records here (0: not recorded).
+  uint32_t log_crc = 0;
 };
 
 // ckpt-<20 digits>.ckpt: name order is epoch order.
