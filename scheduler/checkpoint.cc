@@ -118,10 +118,11 @@ bool WalkContent(std::string_view content, CheckpointMeta* meta, std::string* cl
     *why = "bad magic";
     return false;
   }
-  if ((version != kCheckpointVersion && version != 1) || flags != 0 || reserved != 0) {
+  if ((version != kCheckpointVersion && version != 1) || flags != 0 || (version == 1 && reserved != 0)) {
     *why = absl::StrCat("unknown format version ", version, " or flags ", flags);
     return false;
   }
+  meta->log_crc = version == 1 ? 0 : reserved;
   if (n == 0 || n > 1024) {
     *why = absl::StrCat("partition count ", n);
     return false;
@@ -232,7 +233,7 @@ bool WriteCheckpointContent(int fd, const CheckpointMeta& meta, const std::vecto
   bool ok = w.PutInt<uint32_t>(kCheckpointMagic) && w.PutInt<uint16_t>(kCheckpointVersion) &&
             w.PutInt<uint16_t>(0) && w.PutInt<uint64_t>(meta.epoch) && w.PutInt<uint64_t>(meta.config_hash) &&
             w.PutInt<uint64_t>(meta.last_txn_id) && w.PutInt<uint32_t>(static_cast<uint32_t>(stores.size())) &&
-            w.PutInt<uint32_t>(0);
+            w.PutInt<uint32_t>(meta.log_crc);
   for (PartitionId p : meta.partitions) ok = ok && w.PutInt<uint32_t>(p);
   for (size_t i = 0; ok && i < stores.size(); ++i) {
     const PartitionStore* s = stores[i];

@@ -24,7 +24,10 @@
 //  16   8  config hash (of the cluster config; 0 in one process)
 //  24   8  last txn id of epochs <= E (one process: dense ids continue after it)
 //  32   4  partition count n
-//  36   4  reserved (0)
+//  36   4  version 2: CRC32C of the payloads of epoch E's records in this
+//          node's input log, in log order (0: not recorded); version 1: 0.
+//          A checkpoint whose E differs from the log's E was taken in
+//          another history (e.g. epochs cut and sequenced anew): refused.
 //  40  4n  partition ids
 //  then per partition: u32 partition id, u32 table count; per table:
 //      u32 table id, u32 value size, u64 record count, then per record in
@@ -90,6 +93,8 @@ struct CheckpointMeta {
   uint64_t config_hash = 0;
   TxnId last_txn_id = 0;
   std::vector<PartitionId> partitions;
+  // CRC32C of the payloads of epoch E's log records here (0: not recorded).
+  uint32_t log_crc = 0;
 };
 
 // ckpt-<20 digits>.ckpt: name order is epoch order.

@@ -49,8 +49,9 @@ struct Stores {
   }
 };
 
-absl::StatusOr<CheckpointStats> Take(const CheckpointOptions& o, const Stores& s, uint64_t epoch) {
-  CheckpointMeta meta{epoch, 42, 1000 + epoch, {0, 1}};
+absl::StatusOr<CheckpointStats> Take(const CheckpointOptions& o, const Stores& s, uint64_t epoch,
+                                     uint32_t log_crc = 0) {
+  CheckpointMeta meta{epoch, 42, 1000 + epoch, {0, 1}, log_crc};
   std::vector<const PartitionStore*> stores(s.raw.begin(), s.raw.end());
   auto cap = ForkCapture(meta, stores);
   if (!cap.ok()) return cap.status();
@@ -80,11 +81,12 @@ TEST(Checkpoint, AForkedCaptureRoundTripsTheStores) {
   }
   for (uint64_t r = 0; r < 50; ++r) a.raw[r % 2]->Insert(MakeKey(7, r))->value()[99] = static_cast<char>(r);
   ASSERT_TRUE(a.raw[0]->Erase(MakeKey(kCounterTable, 0)));
-  auto stats = Take(o, a, 9);
+  auto stats = Take(o, a, 9, 0xC0FFEE);
   ASSERT_TRUE(stats.ok()) << stats.status();
   auto loaded = ReadCheckpoint(o, 9);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->meta.epoch, 9u);
+  EXPECT_EQ(loaded->meta.log_crc, 0xC0FFEEu);
   EXPECT_EQ(loaded->meta.config_hash, 42u);
   EXPECT_EQ(loaded->meta.last_txn_id, 1009u);
   EXPECT_EQ(loaded->bytes.size(), stats->bytes);
@@ -229,6 +231,43 @@ TEST(Checkpoint, TheClientStateSectionRoundTripsAndIsBounded) {
   auto names = fs.ListDir(kDir);
   ASSERT_TRUE(names.ok());
   EXPECT_EQ(*names, (std::vector<std::string>{CheckpointName(6)}));
+}
+
+// A version 1 file (no log CRC: offset 36 reserved, 0; no client state
+// section) is still read; a version 1 file with a nonzero reserved field is
+// not.
+TEST(Checkpoint, VersionOneFilesAreStillRead) {
+  FaultInjectingFileSystem fs;
+  CheckpointOptions o = Options(&fs);
+  Stores a(20);
+  ASSERT_TRUE(Take(o, a, 4, 77).ok());
+  const std::string path = JoinPath(kDir, CheckpointName(4));
+  auto whole = fs.ReadFile(path, 1 << 20);
+  ASSERT_TRUE(whole.ok());
+  auto as_v1 = [&](uint32_t reserved) {
+    // Version 2 ends its content with the client state section: here
+    // empty, its u64 length 0. Version 1 has none.
+    std::string b = whole->substr(0, whole->size() - kCheckpointTrailerBytes - 8);
+    const uint16_t v1 = 1;
+    std::memcpy(b.data() + 4, &v1, 2);
+    std::memcpy(b.data() + 36, &reserved, 4);
+    const uint64_t content = b.size();
+    const uint32_t crc = Crc32c(b.data(), content);
+    b.append(reinterpret_cast<const char*>(&content), 8);
+    b.append(reinterpret_cast<const char*>(&crc), 4);
+    EXPECT_TRUE(fs.Remove(path).ok());
+    auto f = fs.NewAppendableFile(path);
+    EXPECT_TRUE(f.ok() && (*f)->Append(b).ok() && (*f)->Sync().ok());
+  };
+  as_v1(0);
+  auto r = ReadCheckpoint(o, 4);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->meta.log_crc, 0u);
+  Stores b(20);
+  ASSERT_TRUE(RestoreCheckpoint(*r, b.raw).ok());
+  EXPECT_EQ(b.Digests(), a.Digests());
+  as_v1(77);
+  EXPECT_TRUE(absl::IsDataLoss(ReadCheckpoint(o, 4).status()));
 }
 
 // Quarantined files (<name>.bad) are never listed, counted or removed; a

@@ -118,6 +118,8 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
   absl::Status s = AtEpochBoundary(epoch + 1, timeout, cancel, [&] {
     const auto p0 = std::chrono::steady_clock::now();
     meta.last_txn_id = options_.peers == nullptr ? LastIdThrough(epoch) : 0;
+    // Which history the checkpoint belongs to: epoch's records as logged.
+    meta.log_crc = stage_->EpochCrc(epoch).value_or(0);
     const auto f0 = std::chrono::steady_clock::now();
     capture = ForkCapture(meta, stores);
     stats.fork_ms = MsSince(f0);
@@ -226,6 +228,15 @@ absl::Status Engine::FindCheckpoints(uint64_t log_epoch) {
                                                      ", this node's is ", options_.log.config_hash));
     if (c.ok() && c->meta.partitions != local_)
       c = absl::FailedPreconditionError(absl::StrCat("checkpoint ", path, ": other partitions than this node's"));
+    if (c.ok() && c->meta.log_crc != 0) {
+      const std::optional<uint32_t> logged = stage_->RecoveredEpochCrc(e);
+      if (logged.has_value() && *logged != c->meta.log_crc) {
+        c = absl::DataLossError(absl::StrCat("checkpoint ", path, ": epoch ", e, "'s records differ from the log's (CRC ",
+                                             c->meta.log_crc, " recorded, ", *logged,
+                                             " logged): it belongs to another history"));
+        quarantine.push_back(e);
+      }
+    }
     if (!c.ok()) {
       bad.push_back(std::string(c.status().message()));
       continue;

@@ -15,7 +15,14 @@ absl::StatusOr<uint64_t> Engine::RecoverLog() {
     std::lock_guard<std::mutex> l(awaiting_mu_);
     early_results_open_ = true;  // until ReplayLog notes what it awaits
   }
-  auto e = stage_->Recover();
+  // The checkpoints' epochs: recovery notes what the log holds for them
+  // (FindCheckpoints compares it with what each checkpoint recorded).
+  std::vector<uint64_t> checkpoints;
+  if (!options_.checkpoint.dir.empty()) {
+    auto listed = ListCheckpoints(checkpoint_options());
+    if (listed.ok()) checkpoints = *listed;  // an error shows in FindCheckpoints
+  }
+  auto e = stage_->Recover(checkpoints);
   if (!e.ok()) return e.status();
   if (absl::Status c = FindCheckpoints(*e); !c.ok()) return c;
   log_recovered_ = true;

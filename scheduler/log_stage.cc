@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "io/crc32c.h"
 #include "sequencer/epoch_batcher.h"
 
 namespace detdb {
@@ -31,8 +32,17 @@ RecoveryOptions LogStage::recovery_options() const {
   return ro;
 }
 
-absl::StatusOr<uint64_t> LogStage::Recover() {
-  auto r = RecoverInputLog(options_.dir, recovery_options());
+absl::StatusOr<uint64_t> LogStage::Recover(const std::vector<uint64_t>& crc_epochs) {
+  recovered_crcs_.clear();
+  std::map<uint64_t, uint32_t> partial;
+  for (uint64_t e : crc_epochs) partial[e] = 0;
+  auto r = RecoverInputLog(options_.dir, recovery_options(), [&](const RecordLocation&, const LogRecordView& v) {
+    auto it = partial.find(v.header.epoch);
+    if (it == partial.end()) return absl::OkStatus();
+    it->second = Crc32cExtend(it->second, v.payload.data(), v.payload.size());
+    if (v.header.epoch_end) recovered_crcs_[v.header.epoch] = it->second;
+    return absl::OkStatus();
+  });
   if (!r.ok()) return r.status();
   if (r->last && !r->last_epoch_ended) {
     // The last epoch is incomplete (a peer's batch of it never made it):
@@ -149,10 +159,14 @@ absl::Status LogStage::DrainLocked() {
     absl::Status s = writer_->Append(next_.first, next_.second, p.payload, end, lazy);
     if (!s.ok()) return s;  // the writer's own failure is sticky
     if (!epoch_ids_ && p.batch->txns_size() > 0) last_id_ = p.batch->txns().rbegin()->id();
+    epoch_crc_ = Crc32cExtend(epoch_crc_, p.payload.data(), p.payload.size());
     if (options_.log_then_execute) to_execute_.push_back(std::move(p.batch));
     pending_.erase(pending_.begin());
     if (end) {
       if (!epoch_ids_) epoch_last_id_.emplace_back(next_.first, last_id_);
+      epoch_crcs_.emplace_back(next_.first, epoch_crc_);
+      if (epoch_crcs_.size() > 4096) epoch_crcs_.pop_front();
+      epoch_crc_ = 0;
       next_ = {next_.first + 1, 0};
     } else {
       ++next_.second;
@@ -229,6 +243,19 @@ void LogStage::Hold(const pb::TxnResult& result) {
     }
   }
   deliver_(result);
+}
+
+std::optional<uint32_t> LogStage::EpochCrc(uint64_t epoch) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto it = epoch_crcs_.rbegin(); it != epoch_crcs_.rend() && it->first >= epoch; ++it)
+    if (it->first == epoch) return it->second;
+  return std::nullopt;
+}
+
+std::optional<uint32_t> LogStage::RecoveredEpochCrc(uint64_t epoch) const {
+  auto it = recovered_crcs_.find(epoch);
+  if (it == recovered_crcs_.end()) return std::nullopt;
+  return it->second;
 }
 
 uint64_t LogStage::held() const {

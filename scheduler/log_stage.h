@@ -41,6 +41,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -103,7 +104,9 @@ class LogStage {
            bool epoch_ids, BatchFn execute, ResultFn deliver, FatalFn fatal);
   ~LogStage();
 
-  absl::StatusOr<uint64_t> Recover();
+  // crc_epochs: epochs whose EpochCrc the log holds are noted on the way
+  // (RecoveredEpochCrc; checkpoints record theirs).
+  absl::StatusOr<uint64_t> Recover(const std::vector<uint64_t>& crc_epochs = {});
   // REQUIRES: Recover() ran (FailedPrecondition otherwise: Open truncates
   // after resume_epoch); resume_epoch <= what it returned.
   // first_epoch: the batches handed back start there (recovery from a
@@ -118,6 +121,13 @@ class LogStage {
   uint64_t durable_epoch() const { return local_durable_.load(std::memory_order_acquire); }
   uint64_t watermark() const { return watermark_.load(std::memory_order_acquire); }
   uint64_t held() const;
+  // CRC32C of the payloads of `epoch`'s records, in log order, once its
+  // last record was appended (the last 4096 epochs; nullopt otherwise).
+  // Thread-safe.
+  std::optional<uint32_t> EpochCrc(uint64_t epoch) const;
+  // The same, from the log as Recover() found it (only the epochs it was
+  // asked for, only complete ones). Owner thread.
+  std::optional<uint32_t> RecoveredEpochCrc(uint64_t epoch) const;
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   // Syncs what is queued and closes the writer; the log's status.
   absl::Status Close();
@@ -143,9 +153,10 @@ class LogStage {
   const ResultFn deliver_;
   const FatalFn fatal_;
   uint64_t recovered_epoch_ = 0;  // owner thread
+  std::map<uint64_t, uint32_t> recovered_crcs_;  // owner thread: RecoveredEpochCrc
   bool recovered_ = false;        // owner thread: Recover() ran (Open refuses otherwise)
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::unique_ptr<InputLogWriter> writer_;                          // set by Open
   std::map<std::pair<uint64_t, uint32_t>, Pending> pending_;        // guarded by mu_: not yet appended
   std::pair<uint64_t, uint32_t> next_{1, 0};                        // guarded by mu_: next to append
@@ -154,6 +165,8 @@ class LogStage {
   TxnId last_id_ = 0;                                               // guarded by mu_ (dense ids)
   bool closed_ = false;                                             // guarded by mu_: Add drops batches
   std::deque<std::pair<uint64_t, TxnId>> epoch_last_id_;            // guarded by mu_ (dense ids)
+  uint32_t epoch_crc_ = 0;                                          // guarded by mu_: of next_.first so far
+  std::deque<std::pair<uint64_t, uint32_t>> epoch_crcs_;            // guarded by mu_: EpochCrc
 
   mutable std::mutex gate_mu_;
   uint64_t gate_epoch_ = 0;                // guarded by gate_mu_
