@@ -2,10 +2,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -96,8 +103,140 @@ class Cursor {
   size_t off_ = 0;
 };
 
-std::string TmpPath(const CheckpointOptions& o, uint64_t epoch) {
-  return JoinPath(o.dir, CheckpointName(epoch) + kTmpSuffix);
+// Anonymous memory reserved lazily (MAP_NORESERVE: only touched pages
+// count), for the child's buffers; unmapped in the parent after the fork.
+class Scratch {
+ public:
+  explicit Scratch(size_t bytes) : bytes_(std::max<size_t>(bytes, 4096)) {
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    mem_ = p == MAP_FAILED ? nullptr : p;
+  }
+  ~Scratch() {
+    if (mem_ != nullptr) munmap(mem_, bytes_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* get() const { return mem_; }
+
+ private:
+  const size_t bytes_;
+  void* mem_ = nullptr;
+};
+
+// The child's setup: dies with the forking thread, exits if the parent is
+// already gone, dumps no core, keeps no fd but keep_fd. Syscalls only.
+void DetachChild(pid_t parent, int keep_fd, rlim_t fd_limit) {
+  (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(4);  // the parent died before the prctl
+  const struct rlimit no_core = {0, 0};
+  (void)setrlimit(RLIMIT_CORE, &no_core);
+  const unsigned keep = static_cast<unsigned>(keep_fd);
+  bool closed = (keep == 0 || close_range(0, keep - 1, 0) == 0) && close_range(keep + 1, ~0u, 0) == 0;
+  if (!closed) {  // close_range refused (an old kernel, a seccomp filter): one by one
+    for (rlim_t fd = 0; fd < fd_limit; ++fd)
+      if (fd != keep) (void)close(static_cast<int>(fd));
+  }
+}
+
+void SleepFor(std::chrono::milliseconds d) {
+  struct timespec ts = {static_cast<time_t>(d.count() / 1000), static_cast<long>(d.count() % 1000) * 1000000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+// The parent's cheap check of a received stream: a whole header of `epoch`
+// and room for every partition's section header.
+absl::Status CheckStreamHeader(std::string_view head, uint64_t length, uint64_t epoch) {
+  uint32_t magic = 0, n = 0;
+  uint16_t version = 0;
+  uint64_t e = 0;
+  if (head.size() >= kHeaderFixedBytes) {
+    std::memcpy(&magic, head.data(), 4);
+    std::memcpy(&version, head.data() + 4, 2);
+    std::memcpy(&e, head.data() + 8, 8);
+    std::memcpy(&n, head.data() + 32, 4);
+  }
+  if (head.size() < kHeaderFixedBytes || magic != kCheckpointMagic || version != kCheckpointVersion || e != epoch ||
+      n == 0 || n > 1024 || length < kHeaderFixedBytes + 12ull * n)
+    return absl::InternalError(absl::StrCat("checkpoint of epoch ", epoch, ": the capture child sent ", length,
+                                            " bytes, not a whole checkpoint header of that epoch"));
+  return absl::OkStatus();
+}
+
+// Waits for the child (killing it first if kill_first), retrying EINTR.
+// Any other waitpid failure, and a child that did not exit with 0, is an error.
+absl::Status ReapChild(pid_t pid, bool kill_first) {
+  if (kill_first) (void)kill(pid, SIGKILL);
+  int wstatus = 0;
+  for (;;) {
+    if (waitpid(pid, &wstatus, 0) >= 0) break;
+    if (errno == EINTR) continue;
+    return absl::InternalError(absl::StrCat("waitpid for the checkpoint child ", pid, ": ", strerror(errno)));
+  }
+  if (!(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
+    return absl::InternalError(absl::StrCat("checkpoint writer process failed (wait status ", wstatus, ")"));
+  return absl::OkStatus();
+}
+
+// Reads the child's stream into file (CRC and length as it goes) until
+// EOF, the deadline or a cancel, then reaps the child (killed unless it
+// reached EOF cleanly) and checks the header.
+absl::Status ReadChild(const ForkedCapture& c, uint64_t epoch, AppendableFile* file, uint32_t* crc,
+                       uint64_t* length) {
+  constexpr size_t kBuf = 1 << 20;
+  std::unique_ptr<char[]> buf(new char[kBuf]);
+  std::string head;
+  absl::Status s;
+  for (;;) {
+    if (c.cancelled && c.cancelled()) {
+      s = absl::CancelledError(absl::StrCat("checkpoint of epoch ", epoch, " cancelled (its capture child killed)"));
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= c.deadline) {
+      s = absl::DeadlineExceededError(
+          absl::StrCat("checkpoint of epoch ", epoch, ": the capture child did not finish in time (killed)"));
+      break;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - now).count();
+    pollfd pfd = {c.read_fd, POLLIN, 0};
+    const int r = poll(&pfd, 1, static_cast<int>(std::clamp<int64_t>(left + 1, 1, 20)));
+    if (r == 0 || (r < 0 && errno == EINTR)) continue;
+    if (r < 0) {
+      s = absl::InternalError(absl::StrCat("poll on the checkpoint pipe: ", strerror(errno)));
+      break;
+    }
+    const ssize_t n = read(c.read_fd, buf.get(), kBuf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0) {
+      s = absl::InternalError(absl::StrCat("checkpoint pipe: ", strerror(errno)));
+      break;
+    }
+    if (n == 0) break;  // the child closed its end: it is exiting
+    if (head.size() < kHeaderFixedBytes)
+      head.append(buf.get(), std::min(static_cast<size_t>(n), kHeaderFixedBytes - head.size()));
+    *crc = Crc32cExtend(*crc, buf.get(), static_cast<size_t>(n));
+    *length += static_cast<uint64_t>(n);
+    s = file->Append(std::string_view(buf.get(), static_cast<size_t>(n)));
+    if (!s.ok()) break;
+  }
+  close(c.read_fd);
+  absl::Status reaped = ReapChild(c.pid, /*kill_first=*/!s.ok());
+  if (s.ok()) s = reaped;
+  if (s.ok()) s = CheckStreamHeader(head, *length, epoch);
+  return s;
+}
+
+// A new, empty file at path: AlreadyExists if the name is taken (the
+// FileSystem has no O_EXCL; the names are unique per attempt).
+absl::StatusOr<std::unique_ptr<AppendableFile>> CreateFresh(FileSystem* fs, const std::string& path) {
+  auto exists = fs->FileExists(path);
+  if (!exists.ok()) return exists.status();
+  if (*exists) return absl::AlreadyExistsError(absl::StrCat("checkpoint temp file ", path, " exists"));
+  auto f = fs->NewAppendableFile(path);
+  if (f.ok() && (*f)->size() != 0)
+    return absl::AlreadyExistsError(absl::StrCat("checkpoint temp file ", path, " exists"));
+  return f;
 }
 
 // Walks the content (without trailer), calling table(partition, table id,
@@ -227,9 +366,32 @@ std::optional<uint64_t> ParseCheckpointName(std::string_view name) {
   return e;
 }
 
+std::string CheckpointTempPath(const CheckpointOptions& options, uint64_t epoch) {
+  static std::atomic<uint64_t> sequence{0};
+  const uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count());
+  return JoinPath(options.dir, absl::StrCat(CheckpointName(epoch), ".", getpid(), "-", sequence.fetch_add(1) + 1, "-",
+                                            absl::Hex(ns), kTmpSuffix));
+}
+
+bool IsCheckpointTempName(std::string_view name) {
+  const size_t base = CheckpointName(0).size(), t = sizeof(kTmpSuffix) - 1;
+  if (name.size() < base + t || !ParseCheckpointName(name.substr(0, base)) ||
+      name.substr(name.size() - t) != kTmpSuffix)
+    return false;
+  const std::string_view nonce = name.substr(base, name.size() - t - base);  // "" or ".<pid>-<seq>-<hex>"
+  if (nonce.empty()) return true;
+  if (nonce.size() < 2 || nonce[0] != '.') return false;
+  for (char ch : nonce.substr(1))
+    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || ch == '-')) return false;
+  return true;
+}
+
 bool WriteCheckpointContent(int fd, const CheckpointMeta& meta, const std::vector<const PartitionStore*>& stores,
-                            char* buf, size_t buf_bytes) {
-  RawWriter w(fd, buf, buf_bytes);
+                            const CaptureBuffers& buffers) {
+  if (buffers.table_ids.size() != stores.size()) return false;
+  RawWriter w(fd, buffers.out, buffers.out_bytes);
   bool ok = w.PutInt<uint32_t>(kCheckpointMagic) && w.PutInt<uint16_t>(kCheckpointVersion) &&
             w.PutInt<uint16_t>(0) && w.PutInt<uint64_t>(meta.epoch) && w.PutInt<uint64_t>(meta.config_hash) &&
             w.PutInt<uint64_t>(meta.last_txn_id) && w.PutInt<uint32_t>(static_cast<uint32_t>(stores.size())) &&
@@ -237,27 +399,48 @@ bool WriteCheckpointContent(int fd, const CheckpointMeta& meta, const std::vecto
   for (PartitionId p : meta.partitions) ok = ok && w.PutInt<uint32_t>(p);
   for (size_t i = 0; ok && i < stores.size(); ++i) {
     const PartitionStore* s = stores[i];
-    const std::vector<uint32_t> ids = s->table_ids();
+    const std::vector<uint32_t>& ids = buffers.table_ids[i];
     ok = w.PutInt<uint32_t>(meta.partitions[i]) && w.PutInt<uint32_t>(static_cast<uint32_t>(ids.size()));
     for (uint32_t id : ids) {
       if (!ok) break;
       const Table* t = s->GetTable(id);
+      if (t == nullptr) return false;
       const uint32_t vs = t->value_size();
-      ok = w.PutInt<uint32_t>(id) && w.PutInt<uint32_t>(vs) && w.PutInt<uint64_t>(t->size());
-      t->ForEachInKeyOrder([&](const Record& r) { ok = ok && w.PutInt<uint64_t>(r.key) && w.Put(r.value(), vs); });
+      ok = w.PutInt<uint32_t>(id) && w.PutInt<uint32_t>(vs) && w.PutInt<uint64_t>(t->size()) &&
+           t->ForEachInKeyOrder(buffers.sort, buffers.sort_capacity, [&](const Record& r) {
+             ok = ok && w.PutInt<uint64_t>(r.key) && w.Put(r.value(), vs);
+           });
     }
   }
   return ok && w.Flush();
 }
 
 absl::StatusOr<ForkedCapture> ForkCapture(const CheckpointMeta& meta,
-                                          const std::vector<const PartitionStore*>& stores) {
+                                          const std::vector<const PartitionStore*>& stores,
+                                          std::chrono::milliseconds test_child_stall) {
   if (stores.size() != meta.partitions.size()) return absl::InvalidArgumentError("one store per partition");
+  // Everything the child needs, allocated here: it must not call malloc
+  // (another thread may have held the allocator's lock at the fork).
+  CaptureBuffers buffers;
+  uint64_t most = 0;
+  for (const PartitionStore* s : stores) {
+    buffers.table_ids.push_back(s->table_ids());
+    for (uint32_t id : buffers.table_ids.back()) most = std::max(most, s->GetTable(id)->size());
+  }
+  constexpr size_t kBuf = 1 << 20;
+  Scratch out(kBuf), sort(most * sizeof(const Record*));
+  if (out.get() == nullptr || sort.get() == nullptr)
+    return absl::ResourceExhaustedError(absl::StrCat("mmap for a checkpoint's buffers: ", strerror(errno)));
+  buffers.out = static_cast<char*>(out.get());
+  buffers.out_bytes = kBuf;
+  buffers.sort = static_cast<const Record**>(sort.get());
+  buffers.sort_capacity = most;
+  struct rlimit nofile = {1024, 1024};
+  (void)getrlimit(RLIMIT_NOFILE, &nofile);
+  const rlim_t fd_limit = std::min<rlim_t>(nofile.rlim_cur, 1u << 20);
+  const pid_t parent = getpid();
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
-  // Allocated before the fork: the child only writes.
-  constexpr size_t kBuf = 1 << 20;
-  std::unique_ptr<char[]> buf(new char[kBuf]);
   const pid_t pid = fork();
   if (pid < 0) {
     const int err = errno;
@@ -267,25 +450,28 @@ absl::StatusOr<ForkedCapture> ForkCapture(const CheckpointMeta& meta,
   }
   if (pid == 0) {
     // The child: one thread, a frozen copy of the stores. No logging, no
-    // locks; write(2) and _exit only.
-    close(fds[0]);
-    const bool ok = WriteCheckpointContent(fds[1], meta, stores, buf.get(), kBuf);
+    // locks, no malloc; syscalls and _exit only.
+    DetachChild(parent, fds[1], fd_limit);
+    if (test_child_stall.count() > 0) SleepFor(test_child_stall);
+    const bool ok = WriteCheckpointContent(fds[1], meta, stores, buffers);
     _exit(ok ? 0 : 3);
   }
   close(fds[1]);
-  return ForkedCapture{pid, fds[0]};
+  ForkedCapture capture;
+  capture.pid = pid;
+  capture.read_fd = fds[0];
+  return capture;
 }
 
 absl::StatusOr<std::string> ReceiveCapture(const ForkedCapture& capture, const CheckpointOptions& options,
                                            uint64_t epoch, CheckpointStats* stats) {
   FileSystem* fs = FsOf(options);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string tmp = TmpPath(options, epoch);
+  const std::string tmp = capture.tmp_path.empty() ? CheckpointTempPath(options, epoch) : capture.tmp_path;
   absl::Status s = fs->CreateDir(options.dir);
   std::unique_ptr<AppendableFile> file;
   if (s.ok()) {
-    (void)fs->Remove(tmp);  // a leftover of a crashed attempt
-    auto f = fs->NewAppendableFile(tmp);
+    auto f = CreateFresh(fs, tmp);
     if (f.ok()) {
       file = std::move(*f);
     } else {
@@ -294,28 +480,13 @@ absl::StatusOr<std::string> ReceiveCapture(const ForkedCapture& capture, const C
   }
   uint32_t crc = 0;
   uint64_t length = 0;
-  std::unique_ptr<char[]> buf(new char[1 << 20]);
-  // Drain the pipe even after an error, so the child never blocks.
-  for (;;) {
-    const ssize_t n = read(capture.read_fd, buf.get(), 1 << 20);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      if (s.ok()) s = absl::InternalError(absl::StrCat("checkpoint pipe: ", strerror(errno)));
-      break;
-    }
-    if (n == 0) break;
-    if (s.ok()) {
-      crc = Crc32cExtend(crc, buf.get(), static_cast<size_t>(n));
-      length += static_cast<uint64_t>(n);
-      s = file->Append(std::string_view(buf.get(), static_cast<size_t>(n)));
-    }
+  // Read, reap and check the header (the child is killed on any error).
+  if (s.ok()) {
+    s = ReadChild(capture, epoch, file.get(), &crc, &length);
+  } else {
+    close(capture.read_fd);
+    (void)ReapChild(capture.pid, /*kill_first=*/true);
   }
-  close(capture.read_fd);
-  int wstatus = 0;
-  while (waitpid(capture.pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (s.ok() && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
-    s = absl::InternalError(absl::StrCat("checkpoint writer process failed (wait status ", wstatus, ")"));
   if (s.ok()) s = AppendClientState(file.get(), options, epoch, &crc, &length);
   if (s.ok()) {
     char trailer[kCheckpointTrailerBytes];
@@ -330,7 +501,7 @@ absl::StatusOr<std::string> ReceiveCapture(const ForkedCapture& capture, const C
   if (s.ok() && !stop && options.crash_hook) stop = options.crash_hook("ckpt_synced");
   if (stop) return absl::AbortedError("checkpoint stopped at a crash point");
   if (!s.ok()) {
-    (void)fs->Remove(tmp);
+    if (file != nullptr) (void)fs->Remove(tmp);  // not a file this call did not create
     return s;
   }
   if (stats != nullptr) {
@@ -365,7 +536,8 @@ absl::StatusOr<std::vector<uint64_t>> ListCheckpoints(const CheckpointOptions& o
 }
 
 absl::StatusOr<std::vector<uint64_t>> PruneCheckpoints(const CheckpointOptions& options,
-                                                       const std::optional<std::vector<uint64_t>>& keep) {
+                                                       const std::optional<std::vector<uint64_t>>& keep,
+                                                       const std::function<bool(std::string_view tmp_name)>& in_flight) {
   FileSystem* fs = FsOf(options);
   auto epochs = ListCheckpoints(options);
   if (!epochs.ok()) return epochs.status();
@@ -381,13 +553,16 @@ absl::StatusOr<std::vector<uint64_t>> PruneCheckpoints(const CheckpointOptions& 
     if (absl::Status s = fs->Remove(JoinPath(options.dir, CheckpointName(e))); !s.ok()) return s;
     removed = true;
   }
-  // Temp files of attempts that never published (a crash, an error).
+  // Temp files of attempts that never published (a crash, an error), not
+  // those being written (in_flight is asked after the listing; one that
+  // finished since is gone: NotFound).
   auto names = fs->ListDir(options.dir);
   if (!names.ok()) return names.status();
   for (const std::string& n : *names) {
-    if (n.size() > 4 && n.compare(n.size() - 4, 4, kTmpSuffix) == 0 && ParseCheckpointName(n.substr(0, n.size() - 4))) {
-      if (absl::Status s = fs->Remove(JoinPath(options.dir, n)); !s.ok()) return s;
-      removed = true;
+    if (IsCheckpointTempName(n) && !(in_flight && in_flight(n))) {
+      absl::Status s = fs->Remove(JoinPath(options.dir, n));
+      if (!s.ok() && !absl::IsNotFound(s)) return s;
+      removed = removed || s.ok();
     }
   }
   if (removed) {

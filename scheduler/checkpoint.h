@@ -7,14 +7,18 @@
 // boundary, ForkCapture fork()s; the kernel's copy-on-write keeps the
 // child's view of the stores frozen at the boundary while the parent's
 // schedulers resume at once. The child streams the stores into a pipe
-// (write(2) only: no logging, no locks another thread could hold; the one
-// allocation is ForEachInKeyOrder's vector, and glibc's and tcmalloc's
-// malloc are fork-safe) and _exit()s. ReceiveCapture, in the parent, reads
-// the pipe into DIR/ckpt-<epoch>.ckpt.tmp through a FileSystem, appends the
-// layer above's client state section and the trailer (length, CRC32C) and
-// fsyncs it; PublishCheckpoint renames it into place and fsyncs the
-// directory; PruneCheckpoints keeps the newest `keep` (in a cluster: what
-// CheckpointAgreement says, scheduler/checkpoint_agreement.h).
+// (write(2) only: no logging, no locks another thread could hold, no
+// malloc: the table ids, the output buffer and the sort scratch are
+// allocated by the parent before the fork) and _exit()s. The child dies
+// with the thread that forked it (PR_SET_PDEATHSIG), holds no fd but the
+// pipe's write end and dumps no core. ReceiveCapture, in the parent, reads
+// the pipe (poll, with a deadline and a cancel check: a stuck or cancelled
+// child is SIGKILLed and reaped) into a temp file of a unique name
+// (DIR/ckpt-<epoch>.ckpt.<nonce>.tmp) through a FileSystem, checks the
+// header, appends the layer above's client state section and the trailer
+// (length, CRC32C) and fsyncs it; PublishCheckpoint renames it into place
+// and fsyncs the directory; PruneCheckpoints keeps the newest `keep` (in a
+// cluster: what CheckpointAgreement says, scheduler/checkpoint_agreement.h).
 //
 // File format (integers little-endian):
 //   0   4  magic "DCKP" (0x504B4344)
@@ -47,6 +51,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -86,6 +91,8 @@ struct CheckpointOptions {
   // before the log after the checkpoint is replayed; its error fails Start.
   std::function<absl::StatusOr<std::string>(uint64_t epoch)> client_state;
   std::function<absl::Status(std::string_view bytes)> restore_client_state;
+  // Tests: the forked child sleeps this long before writing (a stuck capture).
+  std::chrono::milliseconds test_child_stall{0};
 };
 
 struct CheckpointMeta {
@@ -100,21 +107,49 @@ struct CheckpointMeta {
 // ckpt-<20 digits>.ckpt: name order is epoch order.
 std::string CheckpointName(uint64_t epoch);
 std::optional<uint64_t> ParseCheckpointName(std::string_view name);
+// A fresh temp path for one capture attempt of epoch:
+// DIR/ckpt-<20 digits>.ckpt.<pid>-<sequence>-<time>.tmp, unique per attempt.
+std::string CheckpointTempPath(const CheckpointOptions& options, uint64_t epoch);
+// Whether name (no directory) is a checkpoint temp file, of this or of the
+// older form ckpt-<20 digits>.ckpt.tmp.
+bool IsCheckpointTempName(std::string_view name);
+
+// What the forked child uses, all allocated before the fork.
+struct CaptureBuffers {
+  std::vector<std::vector<uint32_t>> table_ids;  // per store, increasing
+  const Record** sort = nullptr;                 // >= every table's size() entries
+  size_t sort_capacity = 0;
+  char* out = nullptr;  // the write buffer
+  size_t out_bytes = 0;
+};
 
 // The forked child's side: the content (header and partitions, no trailer)
-// to fd through buf. Only write(2); returns false on a write error.
-// REQUIRES: stores[i] holds partition meta.partitions[i]; no writer runs.
+// to fd through buffers.out. Only write(2), no allocation; returns false on
+// a write error or a table larger than buffers.sort_capacity.
+// REQUIRES: stores[i] holds partition meta.partitions[i] and has the tables
+// buffers.table_ids[i]; no writer runs.
 bool WriteCheckpointContent(int fd, const CheckpointMeta& meta, const std::vector<const PartitionStore*>& stores,
-                            char* buf, size_t buf_bytes);
+                            const CaptureBuffers& buffers);
 
+// A running capture child, and how ReceiveCapture treats it (the caller
+// may set the last three before calling it).
 struct ForkedCapture {
   pid_t pid = -1;
   int read_fd = -1;
+  std::string tmp_path;  // empty: ReceiveCapture picks CheckpointTempPath
+  // Past it, or once cancelled() returns true (polled every ~20 ms), the
+  // child is SIGKILLed and reaped, the temp file removed:
+  // DeadlineExceeded / Cancelled.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  std::function<bool()> cancelled;
 };
 // Forks a child that streams the stores into a pipe and exits. The caller
-// may let writers run again as soon as this returns.
+// may let writers run again as soon as this returns. test_child_stall: see
+// CheckpointOptions. REQUIRES: no writer runs during the call (the table
+// sizes read before the fork size the child's sort scratch).
 absl::StatusOr<ForkedCapture> ForkCapture(const CheckpointMeta& meta,
-                                          const std::vector<const PartitionStore*>& stores);
+                                          const std::vector<const PartitionStore*>& stores,
+                                          std::chrono::milliseconds test_child_stall = std::chrono::milliseconds(0));
 
 struct CheckpointStats {
   uint64_t epoch = 0;
@@ -126,20 +161,26 @@ struct CheckpointStats {
   double total_ms = 0;  // request to published (filled by the engine)
 };
 
-// Reads the child's bytes into the temp file, reaps the child, adds the
-// client state section (options.client_state) and the trailer, fsyncs it.
-// Returns the temp file's path; on error the temp file is removed (if it
-// can be) and the child reaped.
+// Reads the child's bytes into a new temp file (AlreadyExists if its name
+// exists), checks that they hold at least a whole header of `epoch`, reaps
+// the child (a failed waitpid is an error), adds the client state section
+// (options.client_state) and the trailer, fsyncs it. Returns the temp
+// file's path; on error the temp file is removed (if this call created it)
+// and the child killed if still running, and reaped.
 absl::StatusOr<std::string> ReceiveCapture(const ForkedCapture& capture, const CheckpointOptions& options,
                                            uint64_t epoch, CheckpointStats* stats);
 // Renames the temp file to its final name and fsyncs the directory.
 absl::Status PublishCheckpoint(const CheckpointOptions& options, const std::string& tmp_path, uint64_t epoch);
 // Removes every checkpoint not in `keep` (default: all but the newest
-// options.keep; a cluster passes CheckpointAgreement's plan) and leftover
-// temp files, then fsyncs the directory. Returns the epochs kept, oldest
+// options.keep; a cluster passes CheckpointAgreement's plan) and the temp
+// files of attempts that are not in flight (in_flight(name) false; null:
+// none is), then fsyncs the directory. Returns the epochs kept, oldest
 // first. Quarantined files (below) are neither counted nor removed.
-absl::StatusOr<std::vector<uint64_t>> PruneCheckpoints(const CheckpointOptions& options,
-                                                       const std::optional<std::vector<uint64_t>>& keep = std::nullopt);
+// in_flight is asked after the directory is listed: a capture that
+// registers its temp name before creating the file is never removed.
+absl::StatusOr<std::vector<uint64_t>> PruneCheckpoints(
+    const CheckpointOptions& options, const std::optional<std::vector<uint64_t>>& keep = std::nullopt,
+    const std::function<bool(std::string_view tmp_name)>& in_flight = nullptr);
 // Epochs of the checkpoint files in dir, newest first (none if dir is
 // missing). Only exact names count: not temp files, not quarantined ones.
 absl::StatusOr<std::vector<uint64_t>> ListCheckpoints(const CheckpointOptions& options);

@@ -108,8 +108,10 @@ absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epo
             absl::StrCat("table ", id, " has another record size on partition ", p));
   }
   started_ = true;
-  for (PartitionId p : local_) schedulers_[p]->Start();
-  if (stage_ != nullptr) {
+  if (stage_ == nullptr) {
+    for (PartitionId p : local_) schedulers_[p]->Start();
+  } else {
+    // ReplayLog starts the schedulers once the checkpoint is loaded.
     absl::Status s = ReplayLog(resume_epoch, checkpoint_epoch);
     if (!s.ok()) {
       stopped_ = true;
@@ -128,6 +130,13 @@ absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
   if (!started_ || stopped_) return absl::OkStatus();
   stopped_ = true;
   accepting_.store(false, std::memory_order_release);
+  // Checkpoint captures end: their children are killed and reaped (within
+  // a poll interval; bounded, so a stuck capture never holds Stop).
+  checkpoint_stop_.store(true, std::memory_order_release);
+  {
+    std::unique_lock<std::mutex> l(inflight_mu_);
+    inflight_cv_.wait_for(l, std::chrono::seconds(10), [&] { return live_children_ == 0; });
+  }
   sequencer_->Stop();  // sequences everything accepted so far
   // Drained: every txn answered, and released by every partition it touched
   // (a passive participant may finish after the coordinator replied).
@@ -548,6 +557,10 @@ EngineStats Engine::stats() const {
   s.restored_checkpoint = restored_checkpoint_.load();
   s.checkpoints = checkpoints_.load();
   s.last_checkpoint_epoch = last_checkpoint_epoch_.load();
+  {
+    std::lock_guard<std::mutex> l(inflight_mu_);
+    s.capture_children = live_children_;
+  }
   for (PartitionId p : local_) s.partitions.push_back(schedulers_[p]->stats());
   return s;
 }

@@ -111,6 +111,7 @@ struct EngineStats {
   uint64_t replayed_txns = 0;                            // from the log at Start
   uint64_t restored_checkpoint = 0;                      // epoch of the checkpoint Start loaded (0: none)
   uint64_t checkpoints = 0, last_checkpoint_epoch = 0;   // taken since start
+  uint64_t capture_children = 0;                         // checkpoint capture children alive
   std::vector<SchedulerStats> partitions;
 };
 
@@ -169,8 +170,12 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // drops the input log's segments behind the oldest kept one. Every node
   // asked for the same epoch captures the same cut. FailedPrecondition
   // without the input log and checkpoint dir, or if a partition already
-  // merged past `epoch` (ask for a later one); DeadlineExceeded after
-  // timeout. Thread-safe: captures one at a time, writes may overlap.
+  // merged past `epoch` or a checkpoint of `epoch` or later was captured
+  // already (ask for a later one); DeadlineExceeded after timeout (waiting
+  // for the boundary, for the capture child: `timeout` after the fork, it
+  // is killed); Cancelled when *cancel turns true or Stop() runs (a capture
+  // child is killed and reaped; Stop waits for that). Thread-safe: captures
+  // one at a time, writes may overlap (each into a temp file of its own).
   // In a cluster the checkpoints kept and the cut follow the agreement with
   // the peers (scheduler/checkpoint_agreement.h): every node keeps one that
   // every node holds.
@@ -260,7 +265,8 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void OnPeerCheckpoint(uint32_t node, uint64_t epoch) override;
 
  private:
-  // Start's part with the input log (engine_recovery.cc): replay, wait.
+  // Start's part with the input log (engine_recovery.cc): load the
+  // checkpoint, then start the schedulers, replay, wait.
   absl::Status ReplayLog(std::optional<uint64_t> resume_epoch, std::optional<uint64_t> checkpoint_epoch);
   // engine_checkpoint.cc: finds the valid checkpoints (RecoverLog); loads
   // the one to start from into the stores, returns its epoch (0: none).
@@ -344,6 +350,14 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
                                  options_.peers != nullptr ? options_.peers->node_id() : 0u};
   uint64_t planned_anchor_ = 0;  // guarded by publish_mu_: agreement_.anchor() at the last prune
   std::mutex boundary_mu_;    // one AtEpochBoundary at a time (one hold per scheduler)
+  uint64_t last_capture_epoch_ = 0;  // guarded by checkpoint_mu_: the newest epoch captured (or tried)
+  // Captures after the fork: their temp file names (kept by the prune) and
+  // the children alive (Stop kills them: checkpoint_stop_, and waits).
+  mutable std::mutex inflight_mu_;
+  std::condition_variable inflight_cv_;
+  absl::flat_hash_set<std::string> inflight_tmp_;  // guarded by inflight_mu_
+  uint64_t live_children_ = 0;                     // guarded by inflight_mu_
+  std::atomic<bool> checkpoint_stop_{false};
   std::mutex ids_mu_;
   std::deque<std::pair<uint64_t, TxnId>> epoch_last_ids_;  // guarded by ids_mu_: (epoch, its last id)
   TxnId ids_floor_ = 0;                                     // guarded by ids_mu_: the id of earlier epochs

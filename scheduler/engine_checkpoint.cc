@@ -91,6 +91,9 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
   // (a slow write must not make the next periodic checkpoint miss its
   // epoch), publishes (rename, prune, cut) one at a time.
   std::unique_lock<std::mutex> capture_lock(checkpoint_mu_);
+  if (epoch <= last_capture_epoch_)
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint of epoch ", epoch, ": epoch ", last_capture_epoch_,
+                                                      " was already captured here; ask for a later epoch"));
   const auto t0 = std::chrono::steady_clock::now();
   CheckpointOptions co = checkpoint_options();
   if (co.client_state) {
@@ -104,6 +107,18 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
       return inner(e);
     };
   }
+  const std::string tmp_path = CheckpointTempPath(co, epoch);
+  // Until this call returns, PruneCheckpoints leaves tmp_path alone.
+  struct InFlight {
+    Engine* e;
+    std::string name;
+    bool registered = false;
+    ~InFlight() {
+      if (!registered) return;
+      std::lock_guard<std::mutex> l(e->inflight_mu_);
+      e->inflight_tmp_.erase(name);
+    }
+  } in_flight{this, tmp_path.substr(tmp_path.rfind('/') + 1)};
   CheckpointStats stats;
   stats.epoch = epoch;
   CheckpointMeta meta;
@@ -121,19 +136,46 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
     // Which history the checkpoint belongs to: epoch's records as logged.
     meta.log_crc = stage_->EpochCrc(epoch).value_or(0);
     const auto f0 = std::chrono::steady_clock::now();
-    capture = ForkCapture(meta, stores);
+    {
+      std::lock_guard<std::mutex> l(inflight_mu_);  // before the child exists: Stop waits for it
+      inflight_tmp_.insert(in_flight.name);
+      in_flight.registered = true;
+      ++live_children_;
+    }
+    // The child shares the stores' pages: reclamation seals, frees nothing.
+    for (PartitionId p : local_) stores_[p]->HoldFrees();
+    capture = ForkCapture(meta, stores, co.test_child_stall);
     stats.fork_ms = MsSince(f0);
     stats.pause_ms = MsSince(p0);
+    last_capture_epoch_ = epoch;  // the schedulers pass the boundary now: no second try of this epoch
   });
   capture_lock.unlock();
+  absl::StatusOr<std::string> tmp = absl::UnknownError("not received");
+  if (s.ok() && capture.ok()) {
+    capture->tmp_path = tmp_path;
+    capture->deadline = std::chrono::steady_clock::now() + timeout;
+    capture->cancelled = [this, cancel] {
+      return checkpoint_stop_.load(std::memory_order_acquire) || (cancel != nullptr && cancel->load());
+    };
+    tmp = ReceiveCapture(*capture, co, epoch, &stats);  // reaps the child whatever happens
+  }
+  if (in_flight.registered) {
+    for (PartitionId p : local_) stores_[p]->ReleaseFrees();
+    std::lock_guard<std::mutex> l(inflight_mu_);
+    --live_children_;
+    inflight_cv_.notify_all();
+  }
   if (!s.ok()) return s;
   if (!capture.ok()) return capture.status();
-  auto tmp = ReceiveCapture(*capture, co, epoch, &stats);
   if (!tmp.ok()) return tmp.status();
   // Published only once `epoch` is durable on every node: a restart resumes
   // at or after it, so the checkpoint is never ahead of the log.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (stage_->watermark() < epoch) {
+    if (checkpoint_stop_.load(std::memory_order_acquire)) {
+      (void)co.fs->Remove(*tmp);
+      return absl::CancelledError(absl::StrCat("checkpoint of epoch ", epoch, ": the engine is stopping"));
+    }
     if (stage_->failed() || std::chrono::steady_clock::now() > deadline || (cancel != nullptr && cancel->load())) {
       (void)co.fs->Remove(*tmp);
       return absl::UnavailableError(absl::StrCat("checkpoint of epoch ", epoch, ": the epoch did not become durable on "
@@ -171,7 +213,10 @@ absl::StatusOr<std::vector<uint64_t>> Engine::PruneAndCutLocked(const Checkpoint
   // and is cut only once keep anchors exist, so that a damaged newest one
   // always has an older one (or the log from epoch 1) to fall back to.
   const CheckpointPlan plan = agreement_.Plan(*listed, co.keep);
-  auto kept = PruneCheckpoints(co, plan.keep);
+  auto kept = PruneCheckpoints(co, plan.keep, [this](std::string_view name) {
+    std::lock_guard<std::mutex> l(inflight_mu_);
+    return inflight_tmp_.contains(std::string(name));
+  });
   if (!kept.ok()) return kept.status();
   if (plan.cut_before > 0) {
     auto d = DropInputLogBefore(options_.log.dir, plan.cut_before, options_.log.fs);

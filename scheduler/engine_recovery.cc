@@ -51,6 +51,9 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch, std::option
     (void)stage_->Close();
     return from.status();
   }
+  // Only now: the restore had the stores to itself (no worker, no idle
+  // worker's reclaim round ran meanwhile).
+  for (PartitionId p : local_) schedulers_[p]->Start();
   auto in = stage_->Open(resume, *from + 1, checkpoint_last_id);
   if (!in.ok()) {
     (void)stage_->Close();  // no writer callbacks into a half-started engine

@@ -87,6 +87,28 @@ TEST(StorageEpoch, ErasedRecordsAreFreedAndReused) {
   for (uint64_t i = kN; i < 2 * kN; ++i) ASSERT_EQ(t->Get(MakeKey(kT, i))->key, MakeKey(kT, i));
 }
 
+// While a checkpoint child shares the pages (HoldFrees), rounds seal but
+// free nothing; the first round after the release frees it all.
+TEST(StorageEpoch, HeldFreesSealButFreeNothing) {
+  constexpr uint64_t kN = 100;
+  PartitionStore store;
+  Table* t = store.CreateTable({.id = kT, .name = "h", .value_size = 8, .expected_records = kN}).value();
+  for (uint64_t i = 0; i < kN; ++i) ASSERT_NE(t->Insert(MakeKey(kT, i)), nullptr);
+  store.HoldFrees();
+  store.HoldFrees();  // holds nest
+  for (uint64_t i = 0; i < kN / 2; ++i) ASSERT_TRUE(t->Erase(MakeKey(kT, i)));
+  EXPECT_EQ(store.ReclaimSafe(), 0u);
+  EXPECT_EQ(t->reclaim_stats().sealed_records, kN / 2);
+  EXPECT_EQ(t->reclaim_stats().free_records, 0u);
+  store.ReleaseFrees();
+  EXPECT_EQ(store.ReclaimSafe(), 0u);
+  EXPECT_EQ(t->reclaim_stats().free_records, 0u);
+  store.ReleaseFrees();
+  EXPECT_EQ(store.ReclaimSafe(), kN / 2);
+  EXPECT_EQ(t->reclaim_stats().sealed_records, 0u);
+  EXPECT_EQ(t->reclaim_stats().free_records, kN / 2);
+}
+
 // Bucket arrays retired by growth go back to the heap once safe.
 TEST(StorageEpoch, RetiredBucketArraysAreFreed) {
   PartitionStore store;

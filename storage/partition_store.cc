@@ -101,7 +101,7 @@ size_t PartitionStore::ReclaimSafe(EpochParticipant* self) {
     CHECK_EQ(e, label) << "the epoch is advanced only by ReclaimSafe";
     has_sealed_ = true;
   }
-  if (!has_sealed_) return 0;
+  if (!has_sealed_ || free_holds_.load(std::memory_order_acquire) > 0) return 0;
   if (self != nullptr) self->Quiescent();
   const uint64_t safe = epochs_.SafeEpoch();
   size_t n = 0;

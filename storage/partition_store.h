@@ -25,6 +25,7 @@
 #define DETDB_STORAGE_PARTITION_STORE_H_
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -98,6 +99,14 @@ class PartitionStore {
   // online participant of epochs().
   size_t ReclaimSafe(EpochParticipant* self = nullptr);
 
+  // While a hold is on, ReclaimSafe seals but frees nothing (it returns 0):
+  // a forked checkpoint child shares the store's pages, and freeing writes
+  // free-list links into old record blocks, each write a copy-on-write
+  // fault. What was sealed is freed by the first round after the last
+  // release. Thread-safe; holds nest.
+  void HoldFrees() { free_holds_.fetch_add(1, std::memory_order_acq_rel); }
+  void ReleaseFrees() { free_holds_.fetch_sub(1, std::memory_order_acq_rel); }
+
   // A 64-bit XXH3 hash of the contents: for every table in increasing id
   // order its id, value size and record count, then for every record in
   // increasing key order its key and value bytes (integers little-endian).
@@ -118,6 +127,7 @@ class PartitionStore {
   EpochDomain epochs_;  // REQUIRES: its participants go before the store
   std::mutex reclaim_mu_;     // one ReclaimSafe at a time
   bool has_sealed_ = false;   // guarded by reclaim_mu_: some table holds a sealed batch
+  std::atomic<uint32_t> free_holds_{0};  // HoldFrees - ReleaseFrees
 };
 
 }  // namespace detdb

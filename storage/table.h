@@ -279,21 +279,26 @@ class Table {
   void ForEachInKeyOrder(F f) const {
     std::vector<const Record*> records;
     records.reserve(size());
-    auto collect = [&records](const Bucket& b) {
-      for (const Record* r = b.head.load(std::memory_order_acquire); r != nullptr;
-           r = r->next.load(std::memory_order_acquire)) {
-        records.push_back(r);
-      }
-    };
-    const Index* cur = current_.load(std::memory_order_acquire);
-    for (uint64_t b = 0; b <= cur->mask; ++b) collect(cur->buckets[b]);
-    if (const Migration* m = migration_.load(std::memory_order_acquire)) {
-      for (uint64_t b = 0; b <= m->from->mask; ++b)
-        if (m->from->moved[b].load(std::memory_order_acquire) == 0) collect(m->from->buckets[b]);
-    }
+    ForEachRecord([&records](const Record* r) { records.push_back(r); });
     std::sort(records.begin(), records.end(),
               [](const Record* a, const Record* b) { return a->key < b->key; });
     for (const Record* r : records) f(*r);
+  }
+  // The same without allocating: sorts the record pointers in the caller's
+  // scratch[0, capacity) (a forked checkpoint child must not call malloc).
+  // Returns false, having visited nothing, if the table holds more than
+  // capacity records. Same REQUIRES.
+  template <typename F>
+  bool ForEachInKeyOrder(const Record** scratch, size_t capacity, F f) const {
+    size_t n = 0;
+    ForEachRecord([&](const Record* r) {
+      if (n < capacity) scratch[n] = r;
+      ++n;
+    });
+    if (n > capacity) return false;
+    std::sort(scratch, scratch + n, [](const Record* a, const Record* b) { return a->key < b->key; });
+    for (size_t i = 0; i < n; ++i) f(*scratch[i]);
+    return true;
   }
 
   // Heap bytes held: buckets (current, migrating and retired), latches,
@@ -315,6 +320,23 @@ class Table {
   void SetMoveHookForTesting(std::function<void(Key)> hook) { move_hook_ = std::move(hook); }
 
  private:
+  // Calls g(const Record*) for every record, in bucket order.
+  template <typename G>
+  void ForEachRecord(G g) const {
+    auto collect = [&g](const Bucket& b) {
+      for (const Record* r = b.head.load(std::memory_order_acquire); r != nullptr;
+           r = r->next.load(std::memory_order_acquire)) {
+        g(r);
+      }
+    };
+    const Index* cur = current_.load(std::memory_order_acquire);
+    for (uint64_t b = 0; b <= cur->mask; ++b) collect(cur->buckets[b]);
+    if (const Migration* m = migration_.load(std::memory_order_acquire)) {
+      for (uint64_t b = 0; b <= m->from->mask; ++b)
+        if (m->from->moved[b].load(std::memory_order_acquire) == 0) collect(m->from->buckets[b]);
+    }
+  }
+
   // One latch, the record count of the buckets it guards and the sequence
   // count of their migrations (odd while one runs). Each on a cache line of
   // its own: an elided section reads the latch word, so neither a

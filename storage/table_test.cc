@@ -206,6 +206,15 @@ TEST(StorageTable, ForEachInKeyOrderVisitsAllSorted) {
     seen.push_back(r.key);
   });
   EXPECT_EQ(seen, std::vector<Key>(keys.begin(), keys.end()));
+  // The allocation-free variant: the same order through the caller's
+  // scratch, and nothing visited when the scratch is too small.
+  std::vector<const Record*> scratch(keys.size());
+  std::vector<Key> seen2;
+  EXPECT_TRUE(t.ForEachInKeyOrder(scratch.data(), scratch.size(), [&](const Record& r) { seen2.push_back(r.key); }));
+  EXPECT_EQ(seen2, seen);
+  int visited = 0;
+  EXPECT_FALSE(t.ForEachInKeyOrder(scratch.data(), scratch.size() - 1, [&](const Record&) { ++visited; }));
+  EXPECT_EQ(visited, 0);
 }
 
 TEST(StorageTable, ValidateOptions) {
