@@ -323,7 +323,7 @@ TEST(CheckpointCapture, PruneSparesTheTempFilesOfAttemptsInFlight) {
   const std::string old_form = JoinPath(kDir, CheckpointName(18) + ".tmp");
   for (const std::string& p : {writing, crashed, old_form}) ASSERT_TRUE(fs.NewAppendableFile(p).ok());
   const std::string writing_name = writing.substr(writing.rfind('/') + 1);
-  auto kept = PruneCheckpoints(o, [&](std::string_view name) { return name == writing_name; });
+  auto kept = PruneCheckpoints(o, std::nullopt, [&](std::string_view name) { return name == writing_name; });
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_EQ(TempFiles(&fs), std::vector<std::string>{writing_name});
   ASSERT_TRUE(PruneCheckpoints(o).ok());  // nothing in flight (at startup): all go
