@@ -18,7 +18,7 @@
 #include "client/client.h"
 #include "client/cluster_config.h"
 #include "deploy/test_cluster.h"
-#include "detdb_build_id.h"  // generated: cmake/build_id.cmake
+#include "detdb_build_id.h"  // generated: tools/build_id.cmake
 #include "sequencer/input_log.h"
 #include "workloads/micro/micro.h"
 

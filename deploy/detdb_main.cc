@@ -21,7 +21,7 @@
 #include "client/cluster_config.h"
 #include "workloads/tpcc/random.h"
 #include "deploy/node.h"
-#include "detdb_build_id.h"  // generated: cmake/build_id.cmake
+#include "detdb_build_id.h"  // generated: tools/build_id.cmake
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 

@@ -66,7 +66,7 @@ struct LogStageOptions {
   uint64_t segment_bytes = 64ull << 20;
   uint64_t config_hash = 0;              // of the cluster config; 0 in one process
   // The build id written into every record (detdb: a hash of the sources
-  // that decide what a replayed txn does, cmake/build_id.cmake). Recovery
+  // that decide what a replayed txn does, tools/build_id.cmake). Recovery
   // refuses records of another nonzero build id (FailedPrecondition naming
   // file and offset), unless accept_other_build: then they are replayed
   // with this build (procedures that changed may give other results).
