@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = FLAGS_log_dir.empty();
   google::InitGoogleLogging(argv[0]);
+  google::InstallFailureSignalHandler();  // a crash prints its stack to the log
   LOG(INFO) << "detdb build " << detdb::kBuildIdHex;
   if (FLAGS_config.empty() || FLAGS_node_id < 0) {
     fprintf(stderr, "detdb: --config and --node_id are required\n%s\n", gflags::ProgramUsage());

@@ -20,7 +20,10 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 
 CheckpointOptions Engine::checkpoint_options() const {
   CheckpointOptions o = options_.checkpoint;
-  if (o.fs == nullptr) o.fs = options_.log.fs;
+  // Never null: the paths below call it directly (a cancelled durability
+  // wait removed its temp file through a null fs: every detdb node crashed
+  // when stopped during that wait).
+  if (o.fs == nullptr) o.fs = options_.log.fs != nullptr ? options_.log.fs : PosixFileSystem();
   return o;
 }
 
