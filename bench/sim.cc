@@ -310,7 +310,11 @@ void Sim::LockIter(uint32_t p, double t) {
   }
   const bool released = !part.done.empty();
   part.done.clear();
-  const AdmitResult r = part.core->Admit(o_.release_on_workers ? 64 : 512, part.starved, &ready);
+  const AdmitResult r = part.core->Admit(o_.release_on_workers ? 64 : 512,
+                                          {.starved_total = part.starved,
+                                           .parked = part.remote.parked(),
+                                           .now_us = static_cast<uint64_t>(t / 1000)},
+                                          &ready);
   if (t >= begin_) {
     part.admitted += r.admitted;
     part.blocked += r.blocked;

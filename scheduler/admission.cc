@@ -28,13 +28,80 @@ void AdmissionController::SetWindow(uint64_t w) {
   gen_bound_ = gen_input_ran_out_ = false;
 }
 
+uint64_t AdmissionController::Larger() const {
+  const uint64_t step = std::max(workers_, window_ / 2);
+  return window_ > max_ - step ? max_ : window_ + step;
+}
+
+uint64_t AdmissionController::Smaller() const {
+  const uint64_t step = std::max<uint64_t>(1, window_ / 3);
+  return std::max(min_, window_ > step ? window_ - step : 0);
+}
+
+void AdmissionController::StartClimb(const AdmissionSignals& s) {
+  climb_ = ClimbState{};
+  climb_.phase = Phase::kBase;
+  climb_.start_us = s.now_us;
+}
+
+void AdmissionController::Climb(const AdmissionSignals& s) {
+  ClimbState& c = climb_;
+  c.released += s.released;
+  c.admitted += s.admitted;
+  c.parked_sum += s.parked;
+  ++c.samples;
+  const uint64_t elapsed = s.now_us > c.start_us ? s.now_us - c.start_us : 0;
+  // A period: long enough to average out wake-ups and time slices, and a
+  // whole generation, so that a new window's txns are what it measures.
+  if (elapsed < kClimbPeriodUs || c.admitted < window_) return;
+  const double rate = static_cast<double>(c.released) / static_cast<double>(elapsed);
+  const bool still_parked = 4 * c.parked_sum >= window_ * c.samples;
+  c.start_us = s.now_us;
+  c.released = c.admitted = c.parked_sum = c.samples = 0;
+  if (!still_parked) {  // the workers no longer wait for remote reads
+    c.phase = Phase::kOff;
+    return;
+  }
+  if (c.phase == Phase::kTrial) {
+    const bool kept = c.up ? rate >= 1.05 * c.base_rate : rate >= 0.97 * c.base_rate;
+    if (kept) {
+      ++climbs_kept_;
+      ++(c.up ? grows_ : shrinks_);
+    } else {
+      ++climbs_undone_;
+      c.up = !c.up;
+      c.phase = Phase::kBase;  // measure it again before the next trial
+      SetWindow(c.base_window);
+      return;
+    }
+  }
+  // Measured at the current window (a base, or a trial kept): try a step.
+  c.base_window = window_;
+  c.base_rate = rate;
+  uint64_t next = c.up ? Larger() : Smaller();
+  if (next == window_) {  // at a bound: the other way
+    c.up = !c.up;
+    next = c.up ? Larger() : Smaller();
+  }
+  c.phase = next == window_ ? Phase::kBase : Phase::kTrial;
+  SetWindow(next);
+}
+
 void AdmissionController::Adjust(const AdmissionSignals& s) {
   if (!adaptive_) return;
+  if (climb_.phase != Phase::kOff) {
+    Climb(s);
+    if (climb_.phase != Phase::kOff) return;
+  }
   gen_admitted_ += s.admitted;
   gen_blocked_ += s.blocked;
   if (s.window_bound && s.starved > 0 && !(gen_admitted_ > 0 && gen_blocked_ == gen_admitted_)) {
-    const uint64_t step = std::max(workers_, window_ / 2);
-    const uint64_t next = window_ > max_ - step ? max_ : window_ + step;
+    if (4 * s.parked >= window_ && s.parked > 0) {
+      // Parked txns explain the starvation: climb on the rate instead.
+      StartClimb(s);
+      return;
+    }
+    const uint64_t next = Larger();
     if (next != window_) ++grows_;
     SetWindow(next);
     return;

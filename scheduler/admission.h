@@ -27,6 +27,21 @@
 //   and every couple of releases woke the lock thread; ~18% lower).
 // The result is the smallest window at which the workers are just fed,
 // probed continually (slow multiplicative decrease, fast increase).
+//
+// Starvation explained by parked txns (multi-partition txns waiting for
+// other partitions' reads: at least a quarter of the window parked) says
+// more about the other partitions and the network than about this window:
+// a larger window may feed the workers (a long network delay needs more
+// txns in flight) or only add lock state and wake-ups (two partitions of
+// one process on two cores: dclp ran 130K txns/s at a window of 16 and 75-
+// 95K at 1,000). There the controller hill-climbs on the release rate
+// instead of growing on every starvation: it measures the rate at the
+// current window over a period (at least kClimbPeriodUs and one
+// generation), tries one step larger or smaller for a period, and keeps the
+// new window if it was faster (larger: by 5%; smaller: if not 3% slower,
+// since a smaller window costs less lock state), else goes back and tries
+// the other direction next. It leaves that mode when a period's parked
+// share falls below a quarter of the window.
 // max_active stays the hard cap. Admission order is unchanged (id order), so
 // the window changes only timing, never a result (G1 of LOCKING.md).
 //
@@ -55,6 +70,9 @@ struct AdmissionSignals {
   // The lock thread took every txn of its input this round and found no
   // more (it is not the bottleneck).
   bool input_ran_out = false;
+  uint64_t released = 0;  // txns released since the previous Adjust()
+  uint64_t parked = 0;    // admitted txns now waiting for other partitions' reads
+  uint64_t now_us = 0;    // the runner's clock (virtual in the simulation)
 };
 
 class AdmissionController {
@@ -79,9 +97,23 @@ class AdmissionController {
   uint64_t max_window() const { return max_; }
   uint64_t grows() const { return grows_; }
   uint64_t shrinks() const { return shrinks_; }
+  // Whether the window hill-climbs on the release rate now (parked txns
+  // explain the workers' starvation), and the trials it kept or undid.
+  bool climbing() const { return climb_.phase != Phase::kOff; }
+  uint64_t climbs_kept() const { return climbs_kept_; }
+  uint64_t climbs_undone() const { return climbs_undone_; }
+
+  // A climbing period lasts at least this long (and one generation).
+  static constexpr uint64_t kClimbPeriodUs = 20000;
 
  private:
+  enum class Phase { kOff, kBase, kTrial };
   void SetWindow(uint64_t w);
+  // Starts climbing from the current window; the next period measures it.
+  void StartClimb(const AdmissionSignals& s);
+  void Climb(const AdmissionSignals& s);
+  uint64_t Larger() const;
+  uint64_t Smaller() const;
 
   const bool adaptive_;
   const uint64_t workers_;
@@ -94,6 +126,17 @@ class AdmissionController {
   uint64_t gen_admitted_ = 0, gen_blocked_ = 0;
   bool gen_bound_ = false;
   bool gen_input_ran_out_ = false;
+  // Hill-climbing (see the file comment).
+  struct ClimbState {
+    Phase phase = Phase::kOff;
+    bool up = true;             // the direction of the next trial
+    uint64_t base_window = 0;   // the window a trial is compared with
+    double base_rate = 0;       // its release rate (txns per us)
+    uint64_t start_us = 0;      // the current period's start
+    uint64_t released = 0, admitted = 0;  // in the current period
+    uint64_t parked_sum = 0, samples = 0; // parked, summed over its Adjusts
+  } climb_;
+  uint64_t climbs_kept_ = 0, climbs_undone_ = 0;
 };
 
 }  // namespace detdb

@@ -182,5 +182,98 @@ TEST(Admission, UnboundedCapAndTinyCap) {
   EXPECT_EQ(tiny.window(), 3u);
 }
 
+// Multi-partition txns parked for remote reads: one climbing period of the
+// controller at the rate `rate(window)` (txns per us), every txn in the
+// window parked, the workers starving.
+template <typename Rate>
+void ParkedPeriod(AdmissionController* c, uint64_t* now_us, Rate rate) {
+  const uint64_t period = AdmissionController::kClimbPeriodUs;
+  *now_us += period;
+  c->Adjust({.starved = 1,
+             .admitted = c->window(),
+             .window_bound = true,
+             .released = static_cast<uint64_t>(rate(c->window()) * static_cast<double>(period)),
+             .parked = c->window(),
+             .now_us = *now_us});
+}
+
+TEST(Admission, StarvingForRemoteReadsClimbsInsteadOfGrowing) {
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  const uint64_t w = c.window();
+  c.Adjust({.starved = 1, .window_bound = true, .parked = w / 2, .now_us = 1000});
+  EXPECT_TRUE(c.climbing());
+  EXPECT_EQ(c.window(), w) << "no growth on starvation the parked txns explain";
+  // A starvation with few txns parked still grows at once.
+  AdmissionController d({.workers = 1, .max_active = 2000});
+  d.Adjust({.starved = 1, .window_bound = true, .parked = w / 8, .now_us = 1000});
+  EXPECT_FALSE(d.climbing());
+  EXPECT_GT(d.window(), w);
+}
+
+TEST(Admission, ClimbFindsTheWindowWhereTheRateStopsRising) {
+  // A long network delay: the rate rises with the window up to 600 txns in
+  // flight, then stays flat.
+  AdmissionController c({.workers = 1, .max_active = 5000});
+  uint64_t now = 0;
+  c.Adjust({.starved = 1, .window_bound = true, .parked = c.window(), .now_us = now});
+  ASSERT_TRUE(c.climbing());
+  auto rate = [](uint64_t w) { return static_cast<double>(std::min<uint64_t>(w, 600)) / 1000.0; };
+  uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
+  for (int i = 0; i < 400; ++i) {
+    ParkedPeriod(&c, &now, rate);
+    if (i >= 300) {
+      lo = std::min(lo, c.window());
+      hi = std::max(hi, c.window());
+      sum += c.window();
+    }
+  }
+  EXPECT_TRUE(c.climbing());
+  // It stays at 600-900 and tries a step (a third down, a half up) now and
+  // then.
+  EXPECT_GE(lo, 600u * 2 / 3 - 1) << "never far below the knee";
+  EXPECT_LE(hi, 900u * 3 / 2 + 1) << "never far above it";
+  EXPECT_GE(sum / 100, 500u);
+  EXPECT_LE(sum / 100, 1100u);
+  EXPECT_GT(c.climbs_kept(), 0u);
+  EXPECT_GT(c.climbs_undone(), 0u);
+}
+
+TEST(Admission, ClimbShrinksWhenLockStateCostsMoreThanItFeeds) {
+  // Two partitions sharing two cores: every txn in flight makes the lock
+  // threads slower; the smallest window is fastest.
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  uint64_t now = 0;
+  c.Adjust({.starved = 1, .window_bound = true, .parked = c.window(), .now_us = now});
+  auto rate = [](uint64_t w) { return 0.13 / (1.0 + static_cast<double>(w) / 400.0); };
+  for (int i = 0; i < 200; ++i) ParkedPeriod(&c, &now, rate);
+  EXPECT_LE(c.window(), c.min_window() * 3 / 2 + 1);
+}
+
+TEST(Admission, ClimbIgnoresPartialPeriodsAndEndsWhenTheParkedShareFalls) {
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  uint64_t now = 0;
+  c.Adjust({.starved = 1, .window_bound = true, .parked = c.window(), .now_us = now});
+  const uint64_t w = c.window();
+  // Shorter than a period, or less than a generation admitted: no step.
+  c.Adjust({.admitted = w - 2, .released = 100, .parked = w, .now_us = now + 100});
+  c.Adjust({.admitted = 1, .released = 100, .parked = w, .now_us = now + 10 * AdmissionController::kClimbPeriodUs});
+  EXPECT_EQ(c.window(), w) << "a period is a whole generation, and long enough";
+  ASSERT_TRUE(c.climbing());
+  // A period in which hardly anything was parked: back to the plain rules.
+  AdmissionController d({.workers = 1, .max_active = 2000});
+  d.Adjust({.starved = 1, .window_bound = true, .parked = w, .now_us = now});
+  ASSERT_TRUE(d.climbing());
+  now += 20 * AdmissionController::kClimbPeriodUs;
+  d.Adjust({.admitted = 2 * w, .released = 100, .parked = w / 8, .now_us = now});
+  EXPECT_FALSE(d.climbing());
+}
+
+TEST(Admission, FixedWindowNeverClimbs) {
+  AdmissionController c({.workers = 1, .max_active = 300, .adaptive = false});
+  c.Adjust({.starved = 1, .window_bound = true, .parked = 300, .now_us = 5});
+  EXPECT_FALSE(c.climbing());
+  EXPECT_EQ(c.window(), 300u);
+}
+
 }  // namespace
 }  // namespace detdb

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "common/thread_name.h"
@@ -128,6 +129,14 @@ void Scheduler::PublishLocked(const AdmitResult& r) {
   window_shrinks_.store(a.shrinks(), std::memory_order_relaxed);
 }
 
+namespace {
+uint64_t NowMicros() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+}  // namespace
+
 void Scheduler::LockThread() {
   ReadyList ready;
   std::vector<PartitionTxn*> done, to_workers;
@@ -145,7 +154,10 @@ void Scheduler::LockThread() {
       std::lock_guard<std::mutex> l(lm_mu_);
       for (PartitionTxn* st : done) core_.Release(st, &ready);  // releases first: they unblock work
       // Admit in slices, so that workers releasing under lm_mu_ wait little.
-      const AdmitResult r = core_.Admit(by_workers ? 64 : 512, starved_.load(std::memory_order_relaxed), &ready);
+      const RunnerState rs{.starved_total = starved_.load(std::memory_order_relaxed),
+                           .parked = parked_now_.load(std::memory_order_relaxed),
+                           .now_us = NowMicros()};
+      const AdmitResult r = core_.Admit(by_workers ? 64 : 512, rs, &ready);
       PublishLocked(r);
       progress |= r.progress;
     }
@@ -259,6 +271,7 @@ bool Scheduler::Process(PartitionTxn* st) {
       std::lock_guard<std::mutex> l(remote_mu_);
       if (!remote_.TakeEarlyOrPark(st)) {  // WAITING: the worker moves on
         parked_count_.fetch_add(1, std::memory_order_relaxed);
+        parked_now_.fetch_add(1, std::memory_order_relaxed);
         return false;
       }
     }
@@ -281,6 +294,7 @@ void Scheduler::OnRemoteReads(pb::RemoteReads msg) {
     std::lock_guard<std::mutex> l(remote_mu_);
     // Kept until the txn is dispatched if it is not parked yet.
     resume = remote_.OnRemoteReads(std::move(msg));
+    if (resume != nullptr) parked_now_.fetch_sub(1, std::memory_order_relaxed);
   }
   if (resume != nullptr) ready_q_.Push(resume);
 }

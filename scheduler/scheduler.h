@@ -211,6 +211,7 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
 
   std::atomic<uint64_t> admitted_{0}, blocked_at_admission_{0}, committed_{0}, aborted_{0},
       passive_{0}, parked_count_{0}, active_sum_{0};
+  std::atomic<uint64_t> parked_now_{0};  // txns parked now (the admission window's signal)
   std::atomic<uint64_t> enqueued_{0}, released_{0};  // txns given to / released by this partition
   std::atomic<uint64_t> merged_epoch_{0};
   std::atomic<uint64_t> merged_txns_{0};                // txns of the sub-batches merged so far

@@ -86,10 +86,11 @@ void PartitionCore::Release(PartitionTxn* st, ReadyList* ready) {
   DCHECK(st->owner == nullptr) << "the owner is dropped by the runner";
   free_states_.push_back(st);
   --active_;
+  ++released_;
   if (listener_ != nullptr) listener_->OnActiveChanged(active_);
 }
 
-AdmitResult PartitionCore::Admit(int slice, uint64_t starved_total, ReadyList* ready) {
+AdmitResult PartitionCore::Admit(int slice, const RunnerState& state, ReadyList* ready) {
   AdmitResult out;
   AdmissionSignals sig;
   for (int n = 0; n < slice && lm_->CanAdmit() && admission_.MayAdmit(active_); ++n) {
@@ -128,8 +129,12 @@ AdmitResult PartitionCore::Admit(int slice, uint64_t starved_total, ReadyList* r
     sig.window_bound = !input_idle_;
     sig.input_ran_out |= input_idle_;
   }
-  sig.starved = starved_total - starved_seen_;
-  starved_seen_ = starved_total;
+  sig.starved = state.starved_total - starved_seen_;
+  starved_seen_ = state.starved_total;
+  sig.released = released_;
+  released_ = 0;
+  sig.parked = state.parked;
+  sig.now_us = state.now_us;
   admission_.Adjust(sig);
   admission_blocked_ = !lm_->CanAdmit() || !admission_.MayAdmit(active_);
   window_bound_ = sig.window_bound && !admission_.MayAdmit(active_);

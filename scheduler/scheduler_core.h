@@ -104,6 +104,13 @@ struct AdmitResult {
   bool progress = false;     // admitted something, or the window grew
 };
 
+// What the runner tells an admission slice about its side (admission.h).
+struct RunnerState {
+  uint64_t starved_total = 0;  // workers that found no runnable txn while the window was binding, ever
+  uint64_t parked = 0;         // txns now parked for other partitions' reads
+  uint64_t now_us = 0;         // the runner's clock (virtual in the simulation)
+};
+
 // What a runner hears from PartitionCore as it happens, on the thread that
 // called the core: the threaded runner mirrors the active count into the
 // hint its starving workers read (admission.h), admission by admission.
@@ -122,10 +129,9 @@ class PartitionCore {
 
   // One admission slice: admits up to `slice` txns in merge order while the
   // lock manager and the window allow, then feeds the window what it saw
-  // (`starved_total`: the runner's count of workers that found no runnable
-  // txn while the window was binding, ever) and polls the lock manager.
-  // Appends the txns that became runnable to *ready.
-  AdmitResult Admit(int slice, uint64_t starved_total, ReadyList* ready);
+  // (with the runner's `state` and the releases since the last slice) and
+  // polls the lock manager. Appends the txns that became runnable to *ready.
+  AdmitResult Admit(int slice, const RunnerState& state, ReadyList* ready);
   // Releases a finished txn's locks and frees its state; appends txns that
   // became runnable. REQUIRES: st->owner already taken (the runner drops it
   // where it wants: it may free a batch).
@@ -163,6 +169,7 @@ class PartitionCore {
   bool admission_blocked_ = false;  // admission waits for CanAdmit() or the window
   bool window_bound_ = false;
   uint64_t starved_seen_ = 0;       // starved_total at the last Adjust
+  uint64_t released_ = 0;           // releases since the last Adjust
   SubBatchRef current_;             // the sub-batch being admitted
   size_t cursor_ = 0;
   // The next txn, taken from the input and given its state but not yet

@@ -80,13 +80,13 @@ TEST(PartitionCore, AdmitsInMergeOrderAndGrantsAConflictOnlyAfterRelease) {
   b1.txns->push_back(Txn(2, {MakeKey(0, 8)}));
   b2.txns->push_back(Txn(3, {MakeKey(0, 7)}));  // conflicts with 1
   ReadyList ready;
-  AdmitResult r = core.Admit(64, 0, &ready);
+  AdmitResult r = core.Admit(64, {}, &ready);
   EXPECT_EQ(r.admitted, 0u);  // no input yet
   merger.Add(b2.Ref(2, 0));
-  r = core.Admit(64, 0, &ready);
+  r = core.Admit(64, {}, &ready);
   EXPECT_EQ(r.admitted, 0u);  // epoch 1 is missing
   merger.Add(b1.Ref(1, 0));
-  r = core.Admit(64, 0, &ready);
+  r = core.Admit(64, {}, &ready);
   EXPECT_EQ(r.admitted, 3u);
   EXPECT_EQ(r.blocked, 1u);
   ASSERT_EQ(ready.size(), 2u);
