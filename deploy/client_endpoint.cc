@@ -280,14 +280,22 @@ void ClientEndpoint::BadFrame(const std::string& identity, const std::string& wh
   Reply(identity, r);
 }
 
+absl::Status ClientEndpoint::DecodeRequest(std::string_view payload, size_t max_bytes, pb::ClientRequest* request) {
+  if (payload.size() > max_bytes || payload.size() > static_cast<size_t>(INT32_MAX))
+    return absl::InvalidArgumentError(
+        absl::StrCat("request of ", payload.size(), " bytes exceeds the limit of ", max_bytes));
+  if (!request->ParseFromArray(payload.data(), static_cast<int>(payload.size())))
+    return absl::InvalidArgumentError("request does not parse as detdb.pb.ClientRequest");
+  return absl::OkStatus();
+}
+
 void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message_t& payload) {
   requests_.fetch_add(1, std::memory_order_relaxed);
-  if (payload.size() > options_.max_request_bytes)
-    return BadFrame(identity, absl::StrCat("request of ", payload.size(), " bytes exceeds the limit of ",
-                                           options_.max_request_bytes));
   pb::ClientRequest req;
-  if (!req.ParseFromArray(payload.data(), static_cast<int>(payload.size())))
-    return BadFrame(identity, "request does not parse as detdb.pb.ClientRequest");
+  if (absl::Status s = DecodeRequest(std::string_view(static_cast<const char*>(payload.data()), payload.size()),
+                                     options_.max_request_bytes, &req);
+      !s.ok())
+    return BadFrame(identity, std::string(s.message()));
   if (req.txns_size() > 0 && req.outcome_only()) {
     HandleOutcomes(identity, req);
   } else if (req.txns_size() > 0) {

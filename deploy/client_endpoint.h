@@ -101,6 +101,12 @@ class ClientEndpoint final : public TxnClient {
 
   ClientEndpointStats stats() const;
 
+  // The first step of every request frame: InvalidArgument (the client's
+  // error) for a payload larger than max_bytes, refused unparsed, or one
+  // that does not parse as a pb::ClientRequest. Then each txn must pass
+  // Engine::Check. Thread-safe (fuzz/fuzz_client_request.cc drives it).
+  static absl::Status DecodeRequest(std::string_view payload, size_t max_bytes, pb::ClientRequest* request);
+
   static constexpr size_t kMaxQueuedDigests = 16;
   static constexpr size_t kReplyBatch = 512;  // results that make a frame worth sending at once
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package detdb needs to build, test and benchmark.
-# Idempotent: packages already present are left alone. Runs as root, or via
+# Idempotent: packages already present are left alone. `install-deps.sh fuzz`
+# adds what the fuzz targets need. Runs as root, or via
 # sudo when run by another user.
 set -euo pipefail
 
@@ -17,6 +18,12 @@ PACKAGES=(
   libedit-dev            # detdb-cli: line editing and history (BSD licence)
   bsdutils               # `script`: detdb-cli's terminal test (essential in Debian; listed for minimal images)
 )
+
+# `install-deps.sh fuzz`: also clang and its libFuzzer / sanitizer runtimes
+# (the `fuzz` preset, docs/FUZZING.md).
+if [ "${1:-}" = "fuzz" ]; then
+  PACKAGES+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

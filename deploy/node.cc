@@ -13,6 +13,16 @@
 
 namespace detdb {
 
+void SetWorkloadChecks(const std::string& workload, uint64_t micro_rows, EngineOptions* eo) {
+  if (workload == "kv") eo->txn_check = &ValidateKvTxn;  // arguments and key sets, on every path into the engine
+  if (workload == "micro") eo->key_check = [rows = micro_rows](Key k) -> absl::Status {
+    if (KeyTable(k) == kMicroTable && KeyRow(k) >= rows)
+      return absl::InvalidArgumentError(absl::StrCat("key ", k, " (micro row ", KeyRow(k),
+                                                     ") is outside every partition: rows are 0 .. ", rows - 1));
+    return absl::OkStatus();
+  };
+}
+
 Node::Node(const NodeOptions& options) : options_(options) {}
 
 Node::~Node() { (void)Stop(std::chrono::milliseconds(0)); }
@@ -65,14 +75,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   eo.epoch_us = node->epoch_us_;
   eo.peers = node->net_.get();
   eo.results = node->endpoint_.get();
-  const uint64_t rows = options.micro_records_per_partition * config.num_partitions();
-  if (kv) eo.txn_check = &ValidateKvTxn;  // arguments and key sets, on every path into the engine
-  if (!tpcc && !kv) eo.key_check = [rows](Key k) -> absl::Status {
-    if (KeyTable(k) == kMicroTable && KeyRow(k) >= rows)
-      return absl::InvalidArgumentError(absl::StrCat("key ", k, " (micro row ", KeyRow(k),
-                                                     ") is outside every partition: rows are 0 .. ", rows - 1));
-    return absl::OkStatus();
-  };
+  SetWorkloadChecks(options.workload, options.micro_records_per_partition * config.num_partitions(), &eo);
   if (!options.data_dir.empty()) {
     if (absl::Status d = PosixFileSystem()->CreateDir(options.data_dir); !d.ok()) return d;
     eo.log.dir = JoinPath(options.data_dir, "log");

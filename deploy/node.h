@@ -59,6 +59,12 @@ struct NodeOptions {
   std::function<void(const absl::Status&)> on_log_failure;
 };
 
+// The workload's checks of every txn before it is sequenced, as a node sets
+// them on its engine: "kv" its txn_check (arguments, key sets), "micro" a
+// key_check (rows 0 .. micro_rows - 1 of the micro table), "tpcc" none.
+// Also used by fuzz/fuzz_client_request.cc.
+void SetWorkloadChecks(const std::string& workload, uint64_t micro_rows, EngineOptions* options);
+
 class Node {
  public:
   static absl::StatusOr<std::unique_ptr<Node>> Create(const NodeOptions& options);

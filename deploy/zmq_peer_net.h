@@ -109,6 +109,11 @@ class ZmqPeerNet final : public PeerLink {
   ZmqPeerNetStats stats() const;
   uint64_t config_hash() const { return config_hash_; }
 
+  // One received frame, as the receive thread handles it (INPUT above).
+  // Public for fuzz/fuzz_peer_message.cc, which calls it without Start().
+  // REQUIRES: the receive thread not running, or called from it.
+  void Handle(const zmq::message_t& frame);
+
   // PeerLink / Transport.
   uint32_t node_id() const override { return options_.node_id; }
   uint32_t num_nodes() const override { return num_nodes_; }
@@ -144,7 +149,6 @@ class ZmqPeerNet final : public PeerLink {
   explicit ZmqPeerNet(const ZmqPeerNetOptions& options);
   void SendTo(uint32_t node, pb::PeerMessage* msg);
   void ReceiveLoop();
-  void Handle(const zmq::message_t& frame);
 
   const ZmqPeerNetOptions options_;
   const uint64_t config_hash_;

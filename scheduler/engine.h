@@ -199,6 +199,10 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
 
   // What Submit checks before sequencing, without submitting. Thread-safe.
   absl::Status Check(const pb::Txn& txn) const { return Validate(txn); }
+  // What OnPeerBatch checks of a peer's batch before use (and recomputes
+  // its derived fields), without enqueueing it. Thread-safe (used by
+  // fuzz/fuzz_peer_message.cc).
+  absl::Status CheckPeerBatch(pb::Batch* batch) const;
   // Validates and queues txn. InvalidArgument (unknown type, unknown table,
   // unregistered client, too many keys) or Unavailable (stopped, overloaded).
   absl::Status Submit(pb::Txn txn);
@@ -302,8 +306,6 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // Hands each local scheduler its part of batch (empty parts too).
   void EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch);
   void Deliver(const pb::TxnResult& result);
-  // Checks a peer's batch and recomputes its derived fields.
-  absl::Status CheckPeerBatch(pb::Batch* batch) const;
   const PartitionStore* schema() const { return stores_[local_[0]].get(); }
 
   const EngineOptions options_;
