@@ -241,6 +241,15 @@ Scheduler::Scheduler(const SchedulerOptions& options, PartitionStore* store, con
       admission_({.workers = options.workers,
                   .max_active = options.lock.max_active,
                   .adaptive = options.adaptive_admission}),
+      guard_({.self = options.partition,
+              .partitioner = partitioner,
+              .value_size = [store](Key k) -> uint32_t {
+                const Table* t = store->GetTable(KeyTable(k));
+                return t == nullptr ? 0 : t->value_size();
+              },
+              .epoch_in_id = options.epoch_in_id,
+              .window_epochs = options.window_epochs,
+              .max_held_bytes = options.max_held_reads_bytes}),
       next_(options.first_epoch, 0),
       merged_epoch_(options.first_epoch) {
   transport_->RegisterReceiver(options_.partition, this);
@@ -278,9 +287,8 @@ void Scheduler::Enqueue(SubBatchRef sub_batch) {
   {
     std::lock_guard<std::mutex> l(in_mu_);
     const auto key = std::make_pair(sub_batch.epoch, sub_batch.sequencer_id);
-    if (key < next_ || pending_.contains(key)) {
-      LOG_EVERY_N(ERROR, 1000) << "partition " << options_.partition << ": dropping duplicate sub-batch (epoch "
-                 << key.first << ", sequencer " << key.second << ")";
+    if (key < next_ || pending_.contains(key)) {  // resent: normal once nodes rejoin
+      duplicate_sub_batches_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     enqueued_.fetch_add(sub_batch.txns.size(), std::memory_order_release);
@@ -360,6 +368,10 @@ Scheduler::TxnState* Scheduler::NewState(const pb::Txn* txn) {
   st->remote_expected = 0;
   if (st->executor)
     for (PartitionId r : txn->readers()) st->remote_expected += r != self;
+  if (st->remote_expected > 0) {  // from now on its reads are checked against it
+    std::lock_guard<std::mutex> l(remote_mu_);
+    guard_.Expect(*txn, merged_epoch_.load(std::memory_order_acquire));
+  }
   st->remote_received = 0;
   st->reads.clear();
   st->writes.clear();
@@ -544,11 +556,9 @@ bool Scheduler::Process(TxnState* st) {
     }
     if (st->remote_received < st->remote_expected) {
       std::lock_guard<std::mutex> l(remote_mu_);
-      auto it = early_.find(st->txn->id());
-      if (it != early_.end()) {  // reads that arrived before the txn was dispatched
-        for (pb::RemoteReads& msg : it->second) AddRemote(st, &msg);
-        early_.erase(it);
-      }
+      std::vector<pb::RemoteReads> arrived;  // checked reads that came before the txn was dispatched
+      guard_.Take(st->txn->id(), &arrived);
+      for (pb::RemoteReads& msg : arrived) AddRemote(st, &msg);
       if (st->remote_received < st->remote_expected) {
         parked_.emplace(st->txn->id(), st);  // WAITING: the worker moves on
         parked_count_.fetch_add(1, std::memory_order_relaxed);
@@ -605,11 +615,16 @@ void Scheduler::OnRemoteReads(pb::RemoteReads msg) {
   TxnState* resume = nullptr;
   {
     std::lock_guard<std::mutex> l(remote_mu_);
-    auto it = parked_.find(msg.txn_id());
-    if (it == parked_.end()) {
-      early_[msg.txn_id()].push_back(std::move(msg));  // kept until the txn is dispatched
+    std::string why;
+    const RemoteReadsGuard::Verdict v = guard_.OnReads(&msg, merged_epoch_.load(std::memory_order_acquire), &why);
+    if (v == RemoteReadsGuard::Verdict::kKept) return;  // the guard keeps it for its txn
+    if (v != RemoteReadsGuard::Verdict::kDeliver) {     // refused and counted; the reader's real reads still count
+      LOG_EVERY_N(WARNING, 1000) << "partition " << options_.partition << ": refusing remote reads ("
+                                 << RemoteReadsGuard::Name(v) << "): " << why;
       return;
     }
+    auto it = parked_.find(msg.txn_id());
+    CHECK(it != parked_.end()) << "txn " << msg.txn_id() << " taken by a worker but not parked";
     TxnState* st = it->second;
     AddRemote(st, &msg);
     if (st->remote_received == st->remote_expected) {
@@ -686,6 +701,13 @@ SchedulerStats Scheduler::stats() const {
   s.window_grows = window_grows_.load(std::memory_order_relaxed);
   s.window_shrinks = window_shrinks_.load(std::memory_order_relaxed);
   s.starved = starved_.load(std::memory_order_relaxed);
+  s.duplicate_sub_batches = duplicate_sub_batches_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> l(in_mu_);
+    s.pending_sub_batches = pending_.size();
+  }
+  std::lock_guard<std::mutex> l(remote_mu_);
+  s.remote_reads = guard_.stats();
   return s;
 }
 

@@ -56,6 +56,7 @@
 #include "proto/detdb.pb.h"
 #include "scheduler/admission.h"
 #include "scheduler/procedure.h"
+#include "scheduler/remote_reads_guard.h"
 #include "scheduler/transport.h"
 #include "storage/partition_store.h"
 
@@ -94,6 +95,12 @@ struct SchedulerOptions {
   // The admission window adapts to the workers (admission.h); false: a
   // fixed window of lock.max_active. lock.max_active is the cap either way.
   bool adaptive_admission = true;
+  // Remote reads (remote_reads_guard.h): txn ids carry their epoch (cluster
+  // mode); how far ahead of the merged epoch reads of a txn not taken yet
+  // are held; and how many bytes of them at most.
+  bool epoch_in_id = false;
+  uint64_t window_epochs = 10000;
+  uint64_t max_held_reads_bytes = 64u << 20;
 };
 
 struct SchedulerStats {
@@ -107,6 +114,9 @@ struct SchedulerStats {
   uint64_t window = 0;     // the admission window now (admission.h)
   uint64_t window_grows = 0, window_shrinks = 0;
   uint64_t starved = 0;    // times a worker found no runnable txn
+  RemoteReadsStats remote_reads;  // accepted, held and refused remote reads by reason
+  uint64_t duplicate_sub_batches = 0;  // sub-batches enqueued again (dropped)
+  uint64_t pending_sub_batches = 0;    // enqueued, waiting for their turn to merge
 };
 
 class Scheduler final : public RemoteReadsReceiver {
@@ -230,7 +240,7 @@ class Scheduler final : public RemoteReadsReceiver {
   Notifier lock_notifier_;  // wakes the lock thread: new input or finished txns
 
   // Input: sub-batches waiting to be merged, by (epoch, sequencer).
-  std::mutex in_mu_;
+  mutable std::mutex in_mu_;
   std::map<std::pair<uint64_t, uint32_t>, SubBatchRef> pending_;  // guarded by in_mu_
   // Lock thread only:
   std::pair<uint64_t, uint32_t> next_;  // next (epoch, sequencer) to merge
@@ -244,10 +254,12 @@ class Scheduler final : public RemoteReadsReceiver {
   std::mutex done_mu_;
   std::vector<TxnState*> done_;   // workers -> lock thread (!release_on_workers); guarded by done_mu_
 
-  // Remote reads: parked txns and reads that arrived before their txn.
-  std::mutex remote_mu_;
+  // Remote reads: parked txns; the guard checks every message and holds
+  // those that arrive before their txn.
+  mutable std::mutex remote_mu_;
   absl::flat_hash_map<TxnId, TxnState*> parked_;                        // guarded by remote_mu_
-  absl::flat_hash_map<TxnId, std::vector<pb::RemoteReads>> early_;      // guarded by remote_mu_
+  RemoteReadsGuard guard_;                                              // guarded by remote_mu_
+  std::atomic<uint64_t> duplicate_sub_batches_{0};
 
   std::atomic<uint64_t> admitted_{0}, blocked_at_admission_{0}, committed_{0}, aborted_{0},
       passive_{0}, parked_count_{0}, active_sum_{0};
