@@ -57,7 +57,8 @@ void RemoteReadsGuard::Expire(uint64_t merged_epoch) {
 void RemoteReadsGuard::Expect(const pb::Txn& txn, uint64_t merged_epoch) {
   const TxnId id = txn.id();
   last_expected_ = std::max(last_expected_, id);
-  Expected e{&txn, 0};
+  Expected e;
+  e.txn = &txn;
   for (PartitionId r : txn.readers()) e.remaining += r != options_.self;
   // Held reads of lower ids are for txns not executed here: ids are taken
   // in increasing order.

@@ -114,8 +114,8 @@ class RemoteReadsGuard {
 
  private:
   struct Expected {
-    const pb::Txn* txn;
-    uint32_t remaining;                   // readers not heard from
+    const pb::Txn* txn = nullptr;
+    uint32_t remaining = 0;               // readers not heard from
     bool taken = false;                   // Take was called
     std::vector<PartitionId> received;    // readers accepted so far
     std::vector<pb::RemoteReads> kept;    // accepted before Take

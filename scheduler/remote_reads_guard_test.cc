@@ -51,7 +51,9 @@ class GuardTest : public ::testing::Test {
   V On(RemoteReadsGuard* g, pb::RemoteReads m, uint64_t merged = 1) {
     std::string why;
     const V v = g->OnReads(&m, merged, &why);
-    if (v != V::kDeliver && v != V::kKept) EXPECT_FALSE(why.empty());
+    if (v != V::kDeliver && v != V::kKept) {
+      EXPECT_FALSE(why.empty());
+    }
     last_why_ = why;
     return v;
   }

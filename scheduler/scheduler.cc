@@ -241,6 +241,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, PartitionStore* store, con
       admission_({.workers = options.workers,
                   .max_active = options.lock.max_active,
                   .adaptive = options.adaptive_admission}),
+      next_(options.first_epoch, 0),
       guard_({.self = options.partition,
               .partitioner = partitioner,
               .value_size = [store](Key k) -> uint32_t {
@@ -250,7 +251,6 @@ Scheduler::Scheduler(const SchedulerOptions& options, PartitionStore* store, con
               .epoch_in_id = options.epoch_in_id,
               .window_epochs = options.window_epochs,
               .max_held_bytes = options.max_held_reads_bytes}),
-      next_(options.first_epoch, 0),
       merged_epoch_(options.first_epoch) {
   transport_->RegisterReceiver(options_.partition, this);
   window_.store(admission_.window(), std::memory_order_relaxed);
