@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -41,6 +42,11 @@ struct NodeOptions {
   size_t max_request_bytes = 16u << 20;
   std::chrono::milliseconds handshake_timeout{std::chrono::minutes(10)};
 };
+
+// What the handshake compares with every peer (ZmqPeerNetOptions::settings),
+// besides the config and epoch_us: every setting that changes how txns are
+// validated or what data is loaded.
+std::map<std::string, std::string> HandshakeSettings(const NodeOptions& options);
 
 class Node {
  public:

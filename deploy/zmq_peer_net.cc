@@ -6,6 +6,7 @@
 #include "common/thread_name.h"
 #include "client/cluster_config.h"
 #include "glog/logging.h"
+#include "scheduler/remote_reads_guard.h"
 
 namespace detdb {
 
@@ -88,6 +89,7 @@ void ZmqPeerNet::Start() {
     pb::PeerMessage m;
     m.mutable_hello()->set_boot_us(boot_us_[options_.node_id]);
     m.mutable_hello()->set_epoch_us(options_.epoch_us);
+    for (const auto& [name, value] : options_.settings) (*m.mutable_hello()->mutable_settings())[name] = value;
     SendTo(n, &m);
   }
 }
@@ -133,6 +135,7 @@ ZmqPeerNetStats ZmqPeerNet::stats() const {
   s.dropped = dropped_.load(std::memory_order_relaxed);
   s.sent = sent_.load(std::memory_order_relaxed);
   s.lost = lost_.load(std::memory_order_relaxed);
+  s.forged_reads = forged_reads_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -216,6 +219,23 @@ void ZmqPeerNet::ReceiveLoop() {
   }
 }
 
+std::string ZmqPeerNet::SettingsDiffer(uint32_t from, const pb::Hello& hello) const {
+  std::string out;  // every difference, "; "-separated
+  auto add = [&](const std::string& d) { absl::StrAppend(&out, out.empty() ? "" : "; ", d); };
+  for (const auto& [name, ours] : options_.settings) {
+    auto it = hello.settings().find(name);
+    if (it == hello.settings().end())
+      add(absl::StrCat("node ", from, " runs without ", name, ", we with ", name, " ", ours));
+    else if (it->second != ours)
+      add(absl::StrCat("node ", from, " runs with ", name, " ", it->second, ", we with ", ours));
+  }
+  for (const auto& [name, theirs] : hello.settings())
+    if (!options_.settings.contains(name))
+      add(absl::StrCat("node ", from, " runs with ", name, " ", theirs, ", we without"));
+  if (!out.empty()) absl::StrAppend(&out, " (every node must load the same data and check txns alike)");
+  return out;
+}
+
 void ZmqPeerNet::Handle(const zmq::message_t& frame) {
   auto drop = [&](const std::string& why) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -248,6 +268,8 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
       if (m.hello().epoch_us() != options_.epoch_us)
         hello_error_ = absl::StrCat("node ", m.from_node(), " runs with epoch_us ", m.hello().epoch_us(), ", we with ",
                                     options_.epoch_us);
+      else if (std::string diff = SettingsDiffer(m.from_node(), m.hello()); !diff.empty())
+        hello_error_ = diff;
       else if (const int64_t skew = static_cast<int64_t>(m.hello().boot_us() - WallClockMicros());
                skew > kMaxClockSkewUs)
         // A boot time far in the future would hold every sequencer back (an
@@ -268,6 +290,10 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
     case pb::PeerMessage::kRemoteReads: {
       const uint32_t to = m.to_partition();
       if (to >= receivers_.size() || receivers_[to] == nullptr) return drop("remote reads for a partition not here");
+      if (absl::Status s = CheckReadsSender(m.remote_reads(), m.from_node(), *this, num_partitions()); !s.ok()) {
+        forged_reads_.fetch_add(1, std::memory_order_relaxed);
+        return drop(std::string(s.message()));
+      }
       receivers_[to]->OnRemoteReads(std::move(*m.mutable_remote_reads()));
       return;
     }

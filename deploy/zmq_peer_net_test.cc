@@ -158,6 +158,59 @@ TEST(ZmqPeerNet, DeliversInOrderAndLocallyWithoutTheNetwork) {
   EXPECT_EQ(p.net[1]->stats().dropped, 0u);
 }
 
+TEST(ZmqPeerNet, RemoteReadsOfAPartitionTheSenderDoesNotServeAreDropped) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  pb::RemoteReads r;
+  r.set_txn_id(1);
+  r.set_from_partition(1);  // node 1's partition, sent by node 0
+  p.net[0]->Send(1, r);
+  r.set_from_partition(7);  // no such partition
+  p.net[0]->Send(1, r);
+  r.set_txn_id(2);
+  r.set_from_partition(0);  // node 0's own: delivered
+  p.net[0]->Send(1, r);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (p.rec[1].total() < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_EQ(p.rec[1].total(), 1u);
+  EXPECT_EQ(p.rec[1].reads[0], 2u);
+  EXPECT_EQ(p.net[1]->stats().forged_reads, 2u);
+  EXPECT_EQ(p.net[1]->stats().dropped, 2u);
+}
+
+TEST(ZmqPeerNet, AnotherSettingIsAClearError) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  ZmqPeerNet* nets[2];
+  std::unique_ptr<ZmqPeerNet> owned[2];
+  Recorder rec[2];
+  for (uint32_t i = 0; i < 2; ++i) {
+    ZmqPeerNetOptions o;
+    o.config = c;
+    o.node_id = i;
+    o.epoch_us = 1000;
+    o.settings = {{"workload", "micro"}, {"micro_records", i == 0 ? "100" : "200"}};
+    if (i == 1) o.settings["extra"] = "x";  // a setting node 0 does not know
+    auto n = ZmqPeerNet::Create(o);
+    ASSERT_TRUE(n.ok()) << n.status();
+    owned[i] = std::move(*n);
+    nets[i] = owned[i].get();
+    nets[i]->SetHandler(&rec[i]);
+    nets[i]->RegisterReceiver(i, &rec[i]);
+  }
+  for (ZmqPeerNet* n : nets) n->Start();
+  auto s0 = nets[0]->Handshake(milliseconds(10000));
+  auto s1 = nets[1]->Handshake(milliseconds(10000));
+  EXPECT_EQ(s0.status().code(), absl::StatusCode::kFailedPrecondition) << s0.status();
+  EXPECT_NE(s0.status().message().find("node 1 runs with micro_records 200, we with 100"), std::string::npos)
+      << s0.status();
+  EXPECT_NE(s0.status().message().find("node 1 runs with extra x, we without"), std::string::npos) << s0.status();
+  EXPECT_NE(s1.status().message().find("node 0 runs without extra, we with extra x"), std::string::npos)
+      << s1.status();
+}
+
 TEST(ZmqPeerNet, PortInUseIsAnError) {
   const pb::ClusterConfig c = TwoNodes(1000);
   ZmqPeerNetOptions o;

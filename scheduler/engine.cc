@@ -19,6 +19,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   if (options.max_keys_per_txn == 0 || options.max_keys_per_txn > kMaxKeysPerTxn)
     return absl::InvalidArgumentError(absl::StrCat("max_keys_per_txn must be in [1, ", kMaxKeysPerTxn, "]"));
   if (options.max_pending == 0) return absl::InvalidArgumentError("max_pending must be positive");
+  if (const uint64_t largest = options.max_args_bytes + 8 * static_cast<uint64_t>(options.max_keys_per_txn) + 64;
+      options.max_pending_bytes < largest)  // = LargestTxnBytes()
+    return absl::InvalidArgumentError(absl::StrCat("max_pending_bytes (", options.max_pending_bytes,
+                                                   ") must hold the largest txn accepted (", largest, " bytes)"));
+  if (options.peer_window_us == 0) return absl::InvalidArgumentError("peer_window_us must be positive");
   if (options.peers != nullptr) {
     if (options.peers->num_nodes() == 0 || options.peers->num_nodes() > EpochBatcher::kMaxSequencers ||
         options.peers->node_id() >= options.peers->num_nodes())
@@ -31,6 +36,23 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->accepting_.store(options.peers == nullptr, std::memory_order_release);
   if (e->local_.empty()) return absl::InvalidArgumentError("this node serves no partition");
   Transport* transport = options.peers != nullptr ? static_cast<Transport*>(options.peers) : e->transport_.get();
+  // The window ahead of the merged epoch for peers' batches and early reads.
+  const uint64_t window_epochs =
+      std::max<uint64_t>(16, (options.peer_window_us + options.epoch_us - 1) / options.epoch_us);
+  if (options.peers != nullptr)
+    e->window_ = std::make_unique<PeerBatchWindow>(options.peers->num_nodes(), /*first_epoch=*/1, window_epochs);
+  std::vector<bool> local(partitioner->num_partitions(), false);
+  for (PartitionId p : e->local_) local[p] = true;
+  if (options.peers != nullptr) {
+    // A txn of a peer's has a reader on each remote partition at most: all of
+    // their reads may arrive early (keys and framing; values are the tables').
+    const uint64_t remote = partitioner->num_partitions() - e->local_.size();
+    const uint64_t need = remote * (16 * static_cast<uint64_t>(options.max_keys_per_txn) + 256);
+    if (options.max_held_reads_bytes < need)
+      return absl::InvalidArgumentError(absl::StrCat("max_held_reads_bytes (", options.max_held_reads_bytes,
+                                                     ") must hold one txn's reads from every remote partition (",
+                                                     need, " bytes)"));
+  }
   e->schedulers_.resize(partitioner->num_partitions());
   for (PartitionId p : e->local_) {
     SchedulerOptions so;
@@ -41,6 +63,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     so.lock_manager = options.lock_manager;
     so.lock = options.lock;
     so.num_sequencers = options.peers != nullptr ? options.peers->num_nodes() : 1;
+    so.epoch_in_id = options.peers != nullptr;
+    so.window_epochs = window_epochs;
+    so.max_held_reads_bytes = options.max_held_reads_bytes;
+    if (options.peers != nullptr) {
+      so.is_local = [local](PartitionId q) { return q < local.size() && local[q]; };
+      Engine* engine = e.get();
+      so.clock_epoch = [engine] { return engine->ClockEpoch(); };
+    }
     auto s = Scheduler::Create(so, e->stores_[p].get(), partitioner, procedures, transport, e.get());
     if (!s.ok()) return s.status();
     e->schedulers_[p] = std::move(*s);
@@ -93,6 +123,7 @@ absl::Status Engine::Start(uint64_t start_us) {
             absl::StrCat("table ", id, " has another record size on partition ", p));
   }
   started_ = true;
+  if (options_.peers != nullptr) start_us_.store(start_us, std::memory_order_release);
   for (PartitionId p : local_) schedulers_[p]->Start();
   sequencer_->Start(start_us);
   accepting_.store(true, std::memory_order_release);
@@ -168,15 +199,22 @@ absl::Status Engine::Validate(const pb::Txn& txn) const {
   return absl::OkStatus();
 }
 
-// Counts n txns as submitted before they can possibly be answered (so Stop
-// never sees more answers than submissions), refusing past max_pending.
-absl::Status Engine::Admit(size_t n) {
+// Counts n txns of `bytes` TxnCharge as submitted before they can possibly
+// be answered (so Stop never sees more answers than submissions), refusing
+// past max_pending txns or max_pending_bytes.
+absl::Status Engine::Admit(size_t n, uint64_t bytes) {
   const uint64_t before = submitted_.fetch_add(n, std::memory_order_acq_rel);
+  const uint64_t bytes_before = pending_bytes_.fetch_add(bytes, std::memory_order_acq_rel);
   const uint64_t replied = replied_.load(std::memory_order_acquire);
   const uint64_t open = before + n > replied ? before + n - replied : 0;
-  if (open > options_.max_pending) {
+  if (open > options_.max_pending || bytes_before + bytes > options_.max_pending_bytes) {
     submitted_.fetch_sub(n, std::memory_order_acq_rel);
-    return absl::UnavailableError("engine overloaded: too many txns accepted and not yet answered");
+    pending_bytes_.fetch_sub(bytes, std::memory_order_acq_rel);
+    if (open > options_.max_pending)
+      return absl::UnavailableError("engine overloaded: too many txns accepted and not yet answered");
+    return absl::UnavailableError(absl::StrCat("engine overloaded: ", bytes_before,
+                                               " bytes of txns accepted and not yet answered (max_pending_bytes ",
+                                               options_.max_pending_bytes, ")"));
   }
   return absl::OkStatus();
 }
@@ -188,10 +226,14 @@ absl::Status Engine::Submit(pb::Txn txn) {
   }
   if (options_.peers != nullptr) txn.set_origin_node(options_.peers->node_id());
   absl::Status s = Validate(txn);
-  if (s.ok()) s = Admit(1);
+  const uint64_t charge = TxnCharge(txn);
+  if (s.ok()) s = Admit(1, charge);
   if (s.ok()) {
     s = sequencer_->Submit(std::move(txn));
-    if (!s.ok()) submitted_.fetch_sub(1, std::memory_order_acq_rel);
+    if (!s.ok()) {
+      submitted_.fetch_sub(1, std::memory_order_acq_rel);
+      pending_bytes_.fetch_sub(charge, std::memory_order_acq_rel);
+    }
   }
   if (!s.ok()) rejected_.fetch_add(1, std::memory_order_relaxed);
   return s;
@@ -206,6 +248,7 @@ absl::Status Engine::SubmitGroup(std::vector<pb::Txn>* txns, bool validate) {
     rejected_.fetch_add(txns->size(), std::memory_order_relaxed);
     return absl::UnavailableError("not accepting txns: node not ready yet, or stopping");
   }
+  uint64_t charge = 0;
   for (pb::Txn& t : *txns) {
     if (options_.peers != nullptr) t.set_origin_node(options_.peers->node_id());
     absl::Status s = validate ? Validate(t) : absl::OkStatus();
@@ -213,12 +256,16 @@ absl::Status Engine::SubmitGroup(std::vector<pb::Txn>* txns, bool validate) {
       rejected_.fetch_add(txns->size(), std::memory_order_relaxed);
       return s;
     }
+    charge += TxnCharge(t);
   }
   const size_t n = txns->size();
-  absl::Status s = Admit(n);
+  absl::Status s = Admit(n, charge);
   if (s.ok()) {
     s = sequencer_->SubmitMany(txns);
-    if (!s.ok()) submitted_.fetch_sub(n, std::memory_order_acq_rel);
+    if (!s.ok()) {
+      submitted_.fetch_sub(n, std::memory_order_acq_rel);
+      pending_bytes_.fetch_sub(charge, std::memory_order_acq_rel);
+    }
   }
   if (!s.ok()) rejected_.fetch_add(n, std::memory_order_relaxed);
   return s;
@@ -243,7 +290,7 @@ void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
       // Before any peer can see the batch: results that may come back.
       std::lock_guard<std::mutex> l(awaiting_mu_);
       for (const pb::Txn& t : batch->txns())
-        if (peers->NodeOf(ExecutorsOf(t)[0]) != self) awaiting_.insert(t.id());
+        if (peers->NodeOf(ExecutorsOf(t)[0]) != self) awaiting_.emplace(t.id(), TxnCharge(t));
     }
     std::vector<bool> to(outgoing_.size());
     for (const pb::Txn& t : batch->txns()) {
@@ -279,6 +326,11 @@ absl::Status Engine::CheckPeerBatch(pb::Batch* batch) const {
     return absl::InvalidArgumentError(absl::StrCat("batch of sequencer ", seq));
   if (batch->epoch() == 0 || batch->epoch() >= EpochBatcher::kMaxEpoch)
     return absl::InvalidArgumentError(absl::StrCat("batch of epoch ", batch->epoch()));
+  // An honest sequencer closes its batch past kMaxBatchBytes with one txn
+  // (EpochBatcher), so no honest batch is larger than that plus one txn.
+  if (const uint64_t most = EpochBatcher::kMaxBatchBytes + LargestTxnBytes(); batch->ByteSizeLong() > most)
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch of ", batch->ByteSizeLong(), " bytes (at most ", most, " bytes)"));
   std::vector<uint32_t> scratch;
   int64_t last_index = -1;
   for (pb::Txn& t : *batch->mutable_txns()) {
@@ -297,13 +349,37 @@ absl::Status Engine::CheckPeerBatch(pb::Batch* batch) const {
 }
 
 void Engine::OnPeerBatch(std::shared_ptr<pb::Batch> batch) {
+  const uint32_t seq = batch->sequencer_id();
+  const uint64_t epoch = batch->epoch();
+  // Duplicates and far-future epochs first: cheap, before any txn is looked at.
+  auto screen = [&](bool record) {
+    if (seq >= options_.peers->num_nodes() || epoch == 0 || epoch >= EpochBatcher::kMaxEpoch)
+      return PeerBatchWindow::Verdict::kAccept;  // CheckPeerBatch refuses it with the reason
+    std::lock_guard<std::mutex> l(window_mu_);
+    const uint64_t base = WindowBase();
+    return record ? window_->Record(seq, epoch, base) : window_->Classify(seq, epoch, base);
+  };
+  auto refuse = [&](PeerBatchWindow::Verdict v) {
+    if (v == PeerBatchWindow::Verdict::kDuplicate) {  // resent: normal once nodes rejoin
+      duplicate_peer_batches_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    far_peer_batches_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(WARNING, 1000) << "refusing the batch of node " << seq << " for epoch " << epoch << ": "
+                               << PeerBatchWindow::Name(v) << " " << WindowBase() << " (merged " << merged_epoch() << "; window "
+                               << window_->window_epochs() << " epochs)";
+  };
+  PeerBatchWindow::Verdict v = screen(false);
+  if (v != PeerBatchWindow::Verdict::kAccept) return refuse(v);
   absl::Status s = CheckPeerBatch(batch.get());
   if (!s.ok()) {
     // Dropping it stalls the merge at this epoch: safe, never divergent.
     bad_peer_batches_.fetch_add(1, std::memory_order_relaxed);
-    LOG_EVERY_N(ERROR, 100) << "dropping a bad batch from node " << batch->sequencer_id() << ": " << s;
+    LOG_EVERY_N(ERROR, 100) << "dropping a bad batch from node " << seq << ": " << s;
     return;
   }
+  v = screen(true);  // a copy may have been taken meanwhile
+  if (v != PeerBatchWindow::Verdict::kAccept) return refuse(v);
   EnqueueLocal(batch);
 }
 
@@ -312,22 +388,27 @@ void Engine::OnTxnResult(const pb::Txn& txn, pb::TxnResult result) {
     options_.peers->SendResult(txn.origin_node(), result);  // its origin counts it
     return;
   }
-  Deliver(result);
+  Deliver(result, TxnCharge(txn));
 }
 
 void Engine::OnPeerResult(const pb::TxnResult& result) {
+  uint64_t charge = 0;
   {
     std::lock_guard<std::mutex> l(awaiting_mu_);
-    if (awaiting_.erase(result.txn_id()) == 0) {
+    auto it = awaiting_.find(result.txn_id());
+    if (it == awaiting_.end()) {
       bad_peer_results_.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(ERROR, 100) << "dropping a result for txn " << result.txn_id() << ", which is not awaited here";
       return;
     }
+    charge = it->second;
+    awaiting_.erase(it);
   }
-  Deliver(result);
+  Deliver(result, charge);
 }
 
-void Engine::Deliver(const pb::TxnResult& result) {
+void Engine::Deliver(const pb::TxnResult& result, uint64_t charge) {
+  pending_bytes_.fetch_sub(charge, std::memory_order_acq_rel);
   if (options_.results != nullptr) {
     options_.results->OnResult(result);
   } else {
@@ -353,6 +434,19 @@ std::vector<std::pair<PartitionId, uint64_t>> Engine::PartitionDigests() const {
   std::vector<std::pair<PartitionId, uint64_t>> out;
   for (PartitionId p : local_) out.emplace_back(p, stores_[p]->Digest());
   return out;
+}
+
+uint64_t Engine::ClockEpoch() const {
+  const uint64_t start = start_us_.load(std::memory_order_acquire);
+  if (start == 0) return 0;
+  const uint64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  return now > start ? (now - start) / options_.epoch_us : 0;
+}
+
+uint64_t Engine::LargestTxnBytes() const {
+  return options_.max_args_bytes + 8 * static_cast<uint64_t>(options_.max_keys_per_txn) + 64;
 }
 
 uint64_t Engine::merged_epoch() const {
@@ -452,6 +546,10 @@ EngineStats Engine::stats() const {
   s.rejected = rejected_.load();
   s.bad_peer_batches = bad_peer_batches_.load();
   s.bad_peer_results = bad_peer_results_.load();
+  s.duplicate_peer_batches = duplicate_peer_batches_.load();
+  s.far_peer_batches = far_peer_batches_.load();
+  s.peer_window_epochs = window_ != nullptr ? window_->window_epochs() : 0;
+  s.pending_bytes = pending_bytes_.load();
   s.epochs = sequencer_->epochs_closed();
   for (PartitionId p : local_) s.partitions.push_back(schedulers_[p]->stats());
   return s;

@@ -24,14 +24,16 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <algorithm>
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "common/partitioner.h"
 #include "lockmgr/lock_manager.h"
 #include "proto/detdb.pb.h"
+#include "scheduler/peer_batch_window.h"
 #include "scheduler/peer_link.h"
 #include "scheduler/procedure.h"
 #include "scheduler/scheduler.h"
@@ -56,9 +58,23 @@ struct EngineOptions {
   LockManagerOptions lock;
   uint64_t epoch_us = 1000;
   size_t max_pending = 1u << 20;      // accepted, not yet answered; more is refused (Unavailable)
+  // The same txns' bytes (TxnCharge): a txn may carry max_args_bytes of
+  // arguments, so a count alone lets a stalled merge hold max_pending MiB.
+  // >= TxnCharge of the largest txn accepted (checked by Create).
+  size_t max_pending_bytes = 256u << 20;
   size_t max_keys_per_txn = 10000;    // larger txns are rejected
   size_t max_args_bytes = 1u << 20;   // so are larger procedure arguments
   bool record_history = false;        // keep every batch (for replay by tests)
+  // Cluster mode: how far ahead of the merged epoch a peer's batch, or the
+  // remote reads of a txn a partition has not taken yet, may be, in wall
+  // time: ceil(peer_window_us / epoch_us) epochs (at least 16). 10 s, the
+  // clock skew the handshake accepts: a peer's sequencer closes epochs on
+  // its own clock, so a real batch may be that far ahead of ours plus the
+  // merge's lag. Beyond it: refused and counted (a stall, never a
+  // divergence; a resend after the merge caught up is taken).
+  uint64_t peer_window_us = 10'000'000;
+  // Per partition: bytes of remote reads held for txns not taken yet.
+  size_t max_held_reads_bytes = 64u << 20;
   // Cluster mode: the link to the other nodes (must outlive the engine).
   // Only partitions with peers->NodeOf(p) == peers->node_id() are served
   // here; txn ids follow EpochBatcher::IdScheme::kEpochSequencer.
@@ -75,8 +91,18 @@ struct EngineOptions {
 struct EngineStats {
   uint64_t submitted = 0, replied = 0, rejected = 0, epochs = 0;
   uint64_t bad_peer_batches = 0, bad_peer_results = 0;  // cluster mode: dropped peer input
+  uint64_t duplicate_peer_batches = 0;  // a (sequencer, epoch) delivered already: dropped
+  uint64_t far_peer_batches = 0;        // beyond the window ahead of max(merged, wall-clock epoch): refused
+  uint64_t peer_window_epochs = 0;      // that window
+  uint64_t pending_bytes = 0;           // TxnCharge of the txns accepted, not yet answered
   std::vector<SchedulerStats> partitions;
 };
+
+// What a txn counts against EngineOptions::max_pending_bytes: its
+// arguments, 8 bytes per key and 64 for the rest.
+inline uint64_t TxnCharge(const pb::Txn& txn) {
+  return txn.args().size() + 8 * static_cast<uint64_t>(txn.read_set_size() + txn.write_set_size()) + 64;
+}
 
 class Engine final : public BatchSink, public ReplySink, public PeerHandler {
  public:
@@ -170,11 +196,12 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
  private:
   Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures);
   absl::Status Validate(const pb::Txn& txn) const;
-  absl::Status Admit(size_t n);
+  absl::Status Admit(size_t n, uint64_t bytes);
   absl::Status SubmitGroup(std::vector<pb::Txn>* txns, bool validate);
   // Hands each local scheduler its part of batch (empty parts too).
   void EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch);
-  void Deliver(const pb::TxnResult& result);
+  // charge: the txn's TxnCharge, counted at Admit.
+  void Deliver(const pb::TxnResult& result, uint64_t charge);
   // Checks a peer's batch and recomputes its derived fields.
   absl::Status CheckPeerBatch(pb::Batch* batch) const;
   const PartitionStore* schema() const { return stores_[local_[0]].get(); }
@@ -195,10 +222,24 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::vector<pb::Batch> outgoing_;
 
   std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0}, bad_peer_batches_{0}, bad_peer_results_{0};
+  std::atomic<uint64_t> duplicate_peer_batches_{0}, far_peer_batches_{0};
+  std::atomic<uint64_t> pending_bytes_{0};  // TxnCharge of accepted, unanswered txns
+  // Cluster mode: the peer batches taken so far (duplicates, window).
+  // Cluster mode: the epoch the wall clock is in (0 before Start or without
+  // a start_us): a peer's sequencer closes epoch e at start_us + e * epoch_us.
+  uint64_t ClockEpoch() const;
+  // The base of the peer window: an honest peer sends no epoch at or
+  // beyond max(merged, clock epoch) + window, however far behind the merge is.
+  uint64_t WindowBase() const { return std::max(merged_epoch(), ClockEpoch()); }
+  // The largest TxnCharge a txn may have (Create checks budgets against it).
+  uint64_t LargestTxnBytes() const;
+  std::atomic<uint64_t> start_us_{0};  // Start's start_us (cluster mode)
+  std::mutex window_mu_;
+  std::unique_ptr<PeerBatchWindow> window_;  // guarded by window_mu_
   // Cluster mode: ids of txns submitted here whose coordinator is on another
-  // node; a peer's result for any other id is dropped.
+  // node, with their TxnCharge; a peer's result for any other id is dropped.
   std::mutex awaiting_mu_;
-  absl::flat_hash_set<TxnId> awaiting_;  // guarded by awaiting_mu_
+  absl::flat_hash_map<TxnId, uint64_t> awaiting_;  // guarded by awaiting_mu_
   mutable std::mutex history_mu_;
   std::vector<std::shared_ptr<const pb::Batch>> history_;  // guarded by history_mu_
 };
