@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +59,11 @@ struct NodeOptions {
   // Called once if the input log fails (the node must stop; it replies no more).
   std::function<void(const absl::Status&)> on_log_failure;
 };
+
+// What the handshake compares with every peer (ZmqPeerNetOptions::settings),
+// besides the config and epoch_us: every setting that changes how txns are
+// validated or what data is loaded.
+std::map<std::string, std::string> HandshakeSettings(const NodeOptions& options);
 
 class Node {
  public:
