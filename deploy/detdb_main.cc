@@ -35,6 +35,7 @@ DEFINE_uint64(epoch_us, 0, "Epoch length in microseconds if the config gives non
 DEFINE_uint32(max_active, 2000, "Lock manager admission bound (active txns per partition)");
 DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (power of two)");
 DEFINE_uint64(max_pending, 1u << 20, "Txns accepted here and not yet answered; more are refused (overload)");
+DEFINE_uint64(max_pending_bytes, 256u << 20, "Bytes of the txns accepted here and not yet answered (arguments + 8 per key + 64 each); more are refused (overload)");
 DEFINE_uint64(max_keys_per_txn, 10000, "Larger txns are refused");
 DEFINE_string(workload, "micro", "Data to load: micro (the microbenchmark table), tpcc, or kv (an empty key-value table; docs/KV.md)");
 DEFINE_uint64(micro_records, 1000000, "micro: records per partition");
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
   o.engine.lock.max_active = FLAGS_max_active;
   o.engine.lock.table_size = FLAGS_table_size;
   o.engine.max_pending = FLAGS_max_pending;
+  o.engine.max_pending_bytes = FLAGS_max_pending_bytes;
   o.engine.max_keys_per_txn = FLAGS_max_keys_per_txn;
   o.engine.record_history = FLAGS_record_history;
   o.workload = FLAGS_workload;

@@ -1,6 +1,7 @@
 #include "deploy/node.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "workloads/kv/kv.h"
 #include "workloads/micro/micro.h"
 #include "workloads/tpcc/checker.h"
@@ -24,6 +25,27 @@ void SetWorkloadChecks(const std::string& workload, uint64_t micro_rows, EngineO
 }
 
 Node::Node(const NodeOptions& options) : options_(options) {}
+
+std::map<std::string, std::string> HandshakeSettings(const NodeOptions& o) {
+  std::map<std::string, std::string> s;
+  s["workload"] = o.workload;
+  s["max_keys_per_txn"] = absl::StrCat(o.engine.max_keys_per_txn);
+  s["max_args_bytes"] = absl::StrCat(o.engine.max_args_bytes);
+  // The build (tools/build_id.cmake: the sources that decide what a txn
+  // does): nodes of other builds could execute the same txn differently.
+  if (o.engine.log.build_id != 0) s["build_id"] = absl::StrFormat("%016x", o.engine.log.build_id);
+  if (o.workload == "tpcc") {
+    s["tpcc_warehouses"] = absl::StrCat(o.tpcc_scale.warehouses);
+    s["tpcc_items"] = absl::StrCat(o.tpcc_scale.items);
+    s["tpcc_customers_per_district"] = absl::StrCat(o.tpcc_scale.customers_per_district);
+    s["tpcc_orders_per_district"] = absl::StrCat(o.tpcc_scale.orders_per_district);
+    s["tpcc_new_orders_per_district"] = absl::StrCat(o.tpcc_scale.new_orders_per_district);
+    s["tpcc_load_seed"] = absl::StrCat(o.tpcc_load_seed);
+  } else if (o.workload == "micro") {  // (kv loads nothing; its checks are the build's)
+    s["micro_records"] = absl::StrCat(o.micro_records_per_partition);
+  }
+  return s;
+}
 
 Node::~Node() { (void)Stop(std::chrono::milliseconds(0)); }
 
@@ -60,6 +82,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   no.config = config;
   no.node_id = options.node_id;
   no.epoch_us = node->epoch_us_;
+  no.settings = HandshakeSettings(options);
   auto net = ZmqPeerNet::Create(no);
   if (!net.ok()) return net.status();
   node->net_ = std::move(*net);
@@ -249,7 +272,12 @@ pb::NodeInfo Node::info() const {
     i.set_aborted(i.aborted() + ps.aborted);
   }
   const ZmqPeerNetStats ns = net_->stats();
-  i.set_peer_dropped(ns.dropped + es.bad_peer_batches + es.bad_peer_results);
+  // Refused peer input, duplicates aside (resent frames are normal).
+  uint64_t refused_reads = 0;
+  for (const SchedulerStats& ps : es.partitions)
+    refused_reads += ps.remote_reads.refused() - ps.remote_reads.duplicate - ps.remote_reads.late;
+  i.set_peer_dropped(ns.dropped - ns.stale + es.bad_peer_batches + es.bad_peer_results + es.far_peer_batches +
+                     es.conflicting_peer_batches + refused_reads);
   i.set_peer_lost(ns.lost);
   return i;
 }

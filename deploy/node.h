@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,6 +65,10 @@ struct NodeOptions {
 // key_check (rows 0 .. micro_rows - 1 of the micro table), "tpcc" none.
 // Also used by fuzz/fuzz_client_request.cc.
 void SetWorkloadChecks(const std::string& workload, uint64_t micro_rows, EngineOptions* options);
+// What the handshake compares with every peer (ZmqPeerNetOptions::settings),
+// besides the config and epoch_us: every setting that changes how txns are
+// validated or what data is loaded.
+std::map<std::string, std::string> HandshakeSettings(const NodeOptions& options);
 
 class Node {
  public:

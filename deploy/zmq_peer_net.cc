@@ -6,6 +6,7 @@
 #include "common/thread_name.h"
 #include "client/cluster_config.h"
 #include "glog/logging.h"
+#include "scheduler/remote_reads_guard.h"
 
 namespace detdb {
 
@@ -16,10 +17,16 @@ uint64_t WallClockMicros() {
 
 namespace {
 std::string Endpoint(const pb::NodeConfig& n, uint32_t port) { return absl::StrCat("tcp://", n.host(), ":", port); }
+
+// The settings the handshake compares: the caller's and the peer protocol's version.
+ZmqPeerNetOptions WithProtocolVersion(ZmqPeerNetOptions o) {
+  o.settings["protocol_version"] = absl::StrCat(kPeerProtocolVersion);
+  return o;
+}
 }  // namespace
 
 ZmqPeerNet::ZmqPeerNet(const ZmqPeerNetOptions& options)
-    : options_(options), config_hash_(ClusterConfigHash(options.config)) {}
+    : options_(WithProtocolVersion(options)), config_hash_(ClusterConfigHash(options.config)) {}
 
 absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetOptions& options) {
   absl::Status valid = ValidateClusterConfig(options.config);
@@ -102,6 +109,7 @@ void ZmqPeerNet::Start() {
     m.mutable_hello()->set_has_log(has_log_);
     for (uint64_t e : checkpoint_epochs_) m.mutable_hello()->add_checkpoint_epochs(e);
     m.mutable_hello()->set_log_starts_later(!log_from_start_);
+    for (const auto& [name, value] : options_.settings) (*m.mutable_hello()->mutable_settings())[name] = value;
     SendTo(n, &m);
   }
 }
@@ -193,6 +201,8 @@ ZmqPeerNetStats ZmqPeerNet::stats() const {
   s.dropped = dropped_.load(std::memory_order_relaxed);
   s.sent = sent_.load(std::memory_order_relaxed);
   s.lost = lost_.load(std::memory_order_relaxed);
+  s.forged_reads = forged_reads_.load(std::memory_order_relaxed);
+  s.stale = stale_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -284,6 +294,23 @@ void ZmqPeerNet::ReceiveLoop() {
   }
 }
 
+std::string ZmqPeerNet::SettingsDiffer(uint32_t from, const pb::Hello& hello) const {
+  std::string out;  // every difference, "; "-separated
+  auto add = [&](const std::string& d) { absl::StrAppend(&out, out.empty() ? "" : "; ", d); };
+  for (const auto& [name, ours] : options_.settings) {
+    auto it = hello.settings().find(name);
+    if (it == hello.settings().end())
+      add(absl::StrCat("node ", from, " runs without ", name, ", we with ", name, " ", ours));
+    else if (it->second != ours)
+      add(absl::StrCat("node ", from, " runs with ", name, " ", it->second, ", we with ", ours));
+  }
+  for (const auto& [name, theirs] : hello.settings())
+    if (!options_.settings.contains(name))
+      add(absl::StrCat("node ", from, " runs with ", name, " ", theirs, ", we without"));
+  if (!out.empty()) absl::StrAppend(&out, " (every node must load the same data and check txns alike)");
+  return out;
+}
+
 void ZmqPeerNet::Handle(const zmq::message_t& frame) {
   auto drop = [&](const std::string& why) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -298,16 +325,18 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
   if (m.from_node() >= num_nodes_ || m.from_node() == options_.node_id) return drop("unknown sender");
   received_.fetch_add(1, std::memory_order_relaxed);
   uint64_t& expected = expected_seq_[m.from_node()];
-  if (m.seq() != expected) {
-    if (m.seq() > expected) {
-      lost_.fetch_add(m.seq() - expected, std::memory_order_relaxed);
-      LOG(ERROR) << "lost " << m.seq() - expected << " frame(s) from node " << m.from_node()
-                 << " (a connection broke with frames in flight): this node cannot go on past the gap; "
-                    "restart the cluster";
-    } else {
-      LOG_EVERY_N(ERROR, 100) << "frame " << m.seq() << " from node " << m.from_node() << " out of order (expected "
-                              << expected << "); the node restarted?";
-    }
+  if (m.seq() < expected) {
+    // A resent or replayed frame (or the peer restarted): dropped, and the
+    // expectation stays (moving it back would take every later copy again).
+    stale_.fetch_add(1, std::memory_order_relaxed);
+    return drop(absl::StrCat("frame ", m.seq(), " from node ", m.from_node(), " is below the expected ", expected,
+                             " (resent or replayed; if the node restarted, restart the cluster)"));
+  }
+  if (m.seq() > expected) {
+    lost_.fetch_add(m.seq() - expected, std::memory_order_relaxed);
+    LOG(ERROR) << "lost " << m.seq() - expected << " frame(s) from node " << m.from_node()
+               << " (a connection broke with frames in flight): this node cannot go on past the gap; "
+                  "restart the cluster";
   }
   expected = m.seq() + 1;
   if (m.durable_epoch() > peer_durable_[m.from_node()]) {
@@ -324,6 +353,8 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
       if (m.hello().epoch_us() != options_.epoch_us)
         hello_error_ = absl::StrCat("node ", m.from_node(), " runs with epoch_us ", m.hello().epoch_us(), ", we with ",
                                     options_.epoch_us);
+      else if (std::string diff = SettingsDiffer(m.from_node(), m.hello()); !diff.empty())
+        hello_error_ = diff;
       else if (const int64_t skew = static_cast<int64_t>(m.hello().boot_us() - WallClockMicros());
                skew > kMaxClockSkewUs)
         // A boot time far in the future would hold every sequencer back (an
@@ -350,6 +381,10 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
     case pb::PeerMessage::kRemoteReads: {
       const uint32_t to = m.to_partition();
       if (to >= receivers_.size() || receivers_[to] == nullptr) return drop("remote reads for a partition not here");
+      if (absl::Status s = CheckReadsSender(m.remote_reads(), m.from_node(), *this, num_partitions()); !s.ok()) {
+        forged_reads_.fetch_add(1, std::memory_order_relaxed);
+        return drop(std::string(s.message()));
+      }
       receivers_[to]->OnRemoteReads(std::move(*m.mutable_remote_reads()));
       return;
     }

@@ -8,10 +8,13 @@
 //         the local partition's RemoteReadsReceiver, TxnResult ->
 //         PeerHandler::OnPeerResult. A frame that is too large, does not
 //         parse, carries another config hash, names an unknown sender or
-//         a partition not served here is dropped and counted; the node keeps
+//         a partition not served here, or remote reads of a partition the
+//         sender does not serve, is dropped and counted; the node keeps
 //         running (the handler checks the txns inside a batch). A gap in a
 //         sender's frame sequence (frames lost with a broken connection) is
-//         logged and counted: the cluster then stalls until restarted.
+//         logged and counted: the cluster then stalls until restarted. A
+//         frame numbered below the expected one (resent or replayed) is
+//         dropped and counted (stale); the expectation never moves back.
 //         The peer port is not authenticated: keep it on a trusted network.
 // OUTPUT: Send/SendBatch/SendResult serialise on the caller's thread and
 //         queue the frame on the peer's PUSH socket without blocking (no
@@ -30,6 +33,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +51,11 @@ struct ZmqPeerNetOptions {
   pb::ClusterConfig config;           // valid (ValidateClusterConfig)
   uint32_t node_id = 0;
   uint64_t epoch_us = 1000;           // checked against every peer's in the handshake
+  // So are these (name -> value): every setting that changes validation or
+  // data, and the build id (Node::HandshakeSettings). A peer with another
+  // value, or another set of names, is refused naming it; the peer
+  // protocol's version (kPeerProtocolVersion) is added here.
+  std::map<std::string, std::string> settings;
   size_t max_frame_bytes = 256u << 20;
   // Added to the last node's boot time to get the agreed start time.
   std::chrono::milliseconds start_margin{200};
@@ -55,10 +64,15 @@ struct ZmqPeerNetOptions {
 // A peer's Hello whose boot time is more than this ahead of our clock is
 // refused (clocks must be synchronised: epochs follow the wall clock).
 inline constexpr int64_t kMaxClockSkewUs = 10'000'000;
+// The peer wire protocol's version: compared at the handshake (as the
+// setting "protocol_version"); raise it whenever PeerMessage's meaning changes.
+inline constexpr uint32_t kPeerProtocolVersion = 2;
 
 struct ZmqPeerNetStats {
   uint64_t received = 0;   // frames handled
   uint64_t dropped = 0;    // frames dropped (bad frame, config hash, unknown node/partition)
+  uint64_t forged_reads = 0;  // of those: remote reads of a partition the sender does not serve
+  uint64_t stale = 0;         // of those: a sequence number below the expected one (resent or replayed)
   uint64_t sent = 0;
   uint64_t lost = 0;       // frames missing from a peer's sequence (lost in transit)
 };
@@ -75,7 +89,8 @@ class ZmqPeerNet final : public PeerLink {
   // Waits for a Hello from every other node; returns the start time all
   // nodes compute alike: max(every node's boot time) + start_margin, in
   // microseconds of the wall clock. DeadlineExceeded names the nodes still
-  // missing; FailedPrecondition if a peer runs with another epoch length.
+  // missing; FailedPrecondition if a peer runs with another epoch length
+  // or another value of a setting (the error names it and both values).
   absl::StatusOr<uint64_t> Handshake(std::chrono::milliseconds timeout);
   // This node runs with an input log whose last complete epoch is `epoch`;
   // sent in its Hello (has_log, recovered_epoch). REQUIRES: before Start.
@@ -149,6 +164,10 @@ class ZmqPeerNet final : public PeerLink {
   explicit ZmqPeerNet(const ZmqPeerNetOptions& options);
   void SendTo(uint32_t node, pb::PeerMessage* msg);
   void ReceiveLoop();
+  // Empty if hello's settings equal ours; else every difference (name and
+  // both values), for the handshake's error.
+  std::string SettingsDiffer(uint32_t from, const pb::Hello& hello) const;
+  uint32_t num_partitions() const { return static_cast<uint32_t>(node_of_.size()); }
 
   const ZmqPeerNetOptions options_;
   const uint64_t config_hash_;
@@ -180,7 +199,7 @@ class ZmqPeerNet final : public PeerLink {
   bool hello_cancelled_ = false;                   // guarded by hello_mu_
 
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> received_{0}, dropped_{0}, sent_{0}, lost_{0};
+  std::atomic<uint64_t> received_{0}, dropped_{0}, sent_{0}, lost_{0}, forged_reads_{0}, stale_{0};
   std::vector<uint64_t> expected_seq_;             // receive thread only: by sender
   std::thread thread_;
 };

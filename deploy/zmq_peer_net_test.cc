@@ -13,6 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include "client/cluster_config.h"
+#include "zmq.hpp"
+
 namespace detdb {
 namespace {
 
@@ -309,6 +312,135 @@ TEST(ZmqPeerNet, DeliversInOrderAndLocallyWithoutTheNetwork) {
   EXPECT_EQ(p.rec[0].reads.size(), static_cast<size_t>(kN));
   EXPECT_EQ(p.net[1]->stats().lost, 0u);
   EXPECT_EQ(p.net[1]->stats().dropped, 0u);
+}
+
+TEST(ZmqPeerNet, RemoteReadsOfAPartitionTheSenderDoesNotServeAreDropped) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  pb::RemoteReads r;
+  r.set_txn_id(1);
+  r.set_from_partition(1);  // node 1's partition, sent by node 0
+  p.net[0]->Send(1, r);
+  r.set_from_partition(7);  // no such partition
+  p.net[0]->Send(1, r);
+  r.set_txn_id(2);
+  r.set_from_partition(0);  // node 0's own: delivered
+  p.net[0]->Send(1, r);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (p.rec[1].total() < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_EQ(p.rec[1].total(), 1u);
+  EXPECT_EQ(p.rec[1].reads[0], 2u);
+  EXPECT_EQ(p.net[1]->stats().forged_reads, 2u);
+  EXPECT_EQ(p.net[1]->stats().dropped, 2u);
+}
+
+TEST(ZmqPeerNet, AnotherSettingIsAClearError) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  ZmqPeerNet* nets[2];
+  std::unique_ptr<ZmqPeerNet> owned[2];
+  Recorder rec[2];
+  for (uint32_t i = 0; i < 2; ++i) {
+    ZmqPeerNetOptions o;
+    o.config = c;
+    o.node_id = i;
+    o.epoch_us = 1000;
+    o.settings = {{"workload", "micro"}, {"micro_records", i == 0 ? "100" : "200"}};
+    if (i == 1) o.settings["extra"] = "x";  // a setting node 0 does not know
+    auto n = ZmqPeerNet::Create(o);
+    ASSERT_TRUE(n.ok()) << n.status();
+    owned[i] = std::move(*n);
+    nets[i] = owned[i].get();
+    nets[i]->SetHandler(&rec[i]);
+    nets[i]->RegisterReceiver(i, &rec[i]);
+  }
+  for (ZmqPeerNet* n : nets) n->Start();
+  auto s0 = nets[0]->Handshake(milliseconds(10000));
+  auto s1 = nets[1]->Handshake(milliseconds(10000));
+  EXPECT_EQ(s0.status().code(), absl::StatusCode::kFailedPrecondition) << s0.status();
+  EXPECT_NE(s0.status().message().find("node 1 runs with micro_records 200, we with 100"), std::string::npos)
+      << s0.status();
+  EXPECT_NE(s0.status().message().find("node 1 runs with extra x, we without"), std::string::npos) << s0.status();
+  EXPECT_NE(s1.status().message().find("node 0 runs without extra, we with extra x"), std::string::npos)
+      << s1.status();
+}
+
+// Sends one raw frame to node `to`'s peer port, as node `from` would.
+void SendRaw(const pb::ClusterConfig& c, uint32_t to, pb::PeerMessage m) {
+  zmq::context_t ctx;
+  zmq::socket_t push(ctx, zmq::socket_type::push);
+  push.set(zmq::sockopt::linger, 5000);
+  push.connect("tcp://127.0.0.1:" + std::to_string(c.nodes(to).peer_port()));
+  m.set_config_hash(ClusterConfigHash(c));
+  const std::string bytes = m.SerializeAsString();
+  push.send(zmq::buffer(bytes), zmq::send_flags::none);
+}
+
+TEST(ZmqPeerNet, FramesBelowTheExpectedSequenceAreDroppedWithoutMovingItBack) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  auto wait_for = [&](size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (p.rec[1].total() < n && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(milliseconds(5));
+  };
+  pb::Batch b;
+  b.set_sequencer_id(0);
+  b.set_epoch(1);
+  p.net[0]->SendBatch(1, b);
+  wait_for(1);
+  ASSERT_EQ(p.rec[1].total(), 1u);
+  // A replayed copy of node 0's first frames: below the expected number.
+  for (uint64_t seq : {1, 2}) {
+    pb::PeerMessage m;
+    m.set_from_node(0);
+    m.set_seq(seq);
+    m.mutable_batch()->set_sequencer_id(0);
+    m.mutable_batch()->set_epoch(99);
+    SendRaw(c, 1, m);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (p.net[1]->stats().stale < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_EQ(p.net[1]->stats().stale, 2u);
+  b.set_epoch(2);
+  p.net[0]->SendBatch(1, b);  // the next real frame: still expected, not "lost" or stale
+  wait_for(2);
+  std::lock_guard<std::mutex> l(p.rec[1].mu);
+  EXPECT_EQ(p.rec[1].epochs, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(p.net[1]->stats().lost, 0u);
+  EXPECT_EQ(p.net[1]->stats().stale, 2u);
+}
+
+TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = 1;
+  o.epoch_us = 1000;
+  auto n = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n.ok()) << n.status();
+  Recorder rec;
+  (*n)->SetHandler(&rec);
+  (*n)->RegisterReceiver(1, &rec);
+  (*n)->Start();
+  pb::PeerMessage m;  // what an older binary says: no settings at all
+  m.set_from_node(0);
+  m.set_seq(1);
+  m.mutable_hello()->set_epoch_us(1000);
+  m.mutable_hello()->set_boot_us(1);
+  SendRaw(c, 1, m);
+  auto s = (*n)->Handshake(milliseconds(10000));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  EXPECT_NE(s.status().message().find(
+                absl::StrCat("node 0 runs without protocol_version, we with protocol_version ", kPeerProtocolVersion)),
+            std::string::npos)
+      << s.status();
 }
 
 TEST(ZmqPeerNet, PortInUseIsAnError) {

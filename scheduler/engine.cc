@@ -19,6 +19,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   if (options.max_keys_per_txn == 0 || options.max_keys_per_txn > kMaxKeysPerTxn)
     return absl::InvalidArgumentError(absl::StrCat("max_keys_per_txn must be in [1, ", kMaxKeysPerTxn, "]"));
   if (options.max_pending == 0) return absl::InvalidArgumentError("max_pending must be positive");
+  if (const uint64_t largest = options.max_args_bytes + 8 * static_cast<uint64_t>(options.max_keys_per_txn) + 64;
+      options.max_pending_bytes < largest)  // = LargestTxnBytes()
+    return absl::InvalidArgumentError(absl::StrCat("max_pending_bytes (", options.max_pending_bytes,
+                                                   ") must hold the largest txn accepted (", largest, " bytes)"));
+  if (options.peer_window_us == 0) return absl::InvalidArgumentError("peer_window_us must be positive");
   if (options.peers != nullptr) {
     if (options.peers->num_nodes() == 0 || options.peers->num_nodes() > EpochBatcher::kMaxSequencers ||
         options.peers->node_id() >= options.peers->num_nodes())
@@ -31,6 +36,23 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->accepting_.store(options.peers == nullptr, std::memory_order_release);
   if (e->local_.empty()) return absl::InvalidArgumentError("this node serves no partition");
   Transport* transport = options.peers != nullptr ? static_cast<Transport*>(options.peers) : e->transport_.get();
+  // The window ahead of the merged epoch for peers' batches and early reads.
+  const uint64_t window_epochs =
+      std::max<uint64_t>(16, (options.peer_window_us + options.epoch_us - 1) / options.epoch_us);
+  if (options.peers != nullptr)
+    e->window_ = std::make_unique<PeerBatchWindow>(options.peers->num_nodes(), /*first_epoch=*/1, window_epochs);
+  std::vector<bool> local(partitioner->num_partitions(), false);
+  for (PartitionId p : e->local_) local[p] = true;
+  if (options.peers != nullptr) {
+    // A txn of a peer's has a reader on each remote partition at most: all of
+    // their reads may arrive early (keys and framing; values are the tables').
+    const uint64_t remote = partitioner->num_partitions() - e->local_.size();
+    const uint64_t need = remote * (16 * static_cast<uint64_t>(options.max_keys_per_txn) + 256);
+    if (options.max_held_reads_bytes < need)
+      return absl::InvalidArgumentError(absl::StrCat("max_held_reads_bytes (", options.max_held_reads_bytes,
+                                                     ") must hold one txn's reads from every remote partition (",
+                                                     need, " bytes)"));
+  }
   e->schedulers_.resize(partitioner->num_partitions());
   for (PartitionId p : e->local_) {
     SchedulerOptions so;
@@ -41,6 +63,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     so.lock_manager = options.lock_manager;
     so.lock = options.lock;
     so.num_sequencers = options.peers != nullptr ? options.peers->num_nodes() : 1;
+    so.epoch_in_id = options.peers != nullptr;
+    so.window_epochs = window_epochs;
+    so.max_held_reads_bytes = options.max_held_reads_bytes;
+    if (options.peers != nullptr) {
+      so.is_local = [local](PartitionId q) { return q < local.size() && local[q]; };
+      Engine* engine = e.get();
+      so.clock_epoch = [engine] { return engine->ClockEpoch(); };
+    }
     auto s = Scheduler::Create(so, e->stores_[p].get(), partitioner, procedures, transport, e.get());
     if (!s.ok()) return s.status();
     e->schedulers_[p] = std::move(*s);
@@ -120,6 +150,12 @@ absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epo
       for (PartitionId p : local_) schedulers_[p]->Stop();
       return s;
     }
+  }
+  if (options_.peers != nullptr) {
+    // The clock epoch's origin: after a recovery the sequencer resumes at
+    // first_epoch, which closes at start_us + epoch_us (sequencer.h).
+    clock_origin_epoch_.store(sequencer_->epochs_closed(), std::memory_order_relaxed);
+    start_us_.store(start_us, std::memory_order_release);
   }
   sequencer_->Start(start_us);
   accepting_.store(true, std::memory_order_release);
@@ -207,15 +243,22 @@ absl::Status Engine::Validate(const pb::Txn& txn) const {
   return absl::OkStatus();
 }
 
-// Counts n txns as submitted before they can possibly be answered (so Stop
-// never sees more answers than submissions), refusing past max_pending.
-absl::Status Engine::Admit(size_t n) {
+// Counts n txns of `bytes` TxnCharge as submitted before they can possibly
+// be answered (so Stop never sees more answers than submissions), refusing
+// past max_pending txns or max_pending_bytes.
+absl::Status Engine::Admit(size_t n, uint64_t bytes) {
   const uint64_t before = submitted_.fetch_add(n, std::memory_order_acq_rel);
+  const uint64_t bytes_before = pending_bytes_.fetch_add(bytes, std::memory_order_acq_rel);
   const uint64_t replied = replied_.load(std::memory_order_acquire);
   const uint64_t open = before + n > replied ? before + n - replied : 0;
-  if (open > options_.max_pending) {
+  if (open > options_.max_pending || bytes_before + bytes > options_.max_pending_bytes) {
     submitted_.fetch_sub(n, std::memory_order_acq_rel);
-    return absl::UnavailableError("engine overloaded: too many txns accepted and not yet answered");
+    pending_bytes_.fetch_sub(bytes, std::memory_order_acq_rel);
+    if (open > options_.max_pending)
+      return absl::UnavailableError("engine overloaded: too many txns accepted and not yet answered");
+    return absl::UnavailableError(absl::StrCat("engine overloaded: ", bytes_before,
+                                               " bytes of txns accepted and not yet answered (max_pending_bytes ",
+                                               options_.max_pending_bytes, ")"));
   }
   return absl::OkStatus();
 }
@@ -235,10 +278,14 @@ absl::Status Engine::Submit(pb::Txn txn) {
   }
   if (options_.peers != nullptr) txn.set_origin_node(options_.peers->node_id());
   absl::Status s = Validate(txn);
-  if (s.ok()) s = Admit(1);
+  const uint64_t charge = TxnCharge(txn);
+  if (s.ok()) s = Admit(1, charge);
   if (s.ok()) {
     s = sequencer_->Submit(std::move(txn));
-    if (!s.ok()) submitted_.fetch_sub(1, std::memory_order_acq_rel);
+    if (!s.ok()) {
+      submitted_.fetch_sub(1, std::memory_order_acq_rel);
+      pending_bytes_.fetch_sub(charge, std::memory_order_acq_rel);
+    }
   }
   if (!s.ok()) rejected_.fetch_add(1, std::memory_order_relaxed);
   return s;
@@ -253,6 +300,7 @@ absl::Status Engine::SubmitGroup(std::vector<pb::Txn>* txns, bool validate) {
     rejected_.fetch_add(txns->size(), std::memory_order_relaxed);
     return NotAccepting();
   }
+  uint64_t charge = 0;
   for (pb::Txn& t : *txns) {
     if (options_.peers != nullptr) t.set_origin_node(options_.peers->node_id());
     absl::Status s = validate ? Validate(t) : absl::OkStatus();
@@ -260,12 +308,16 @@ absl::Status Engine::SubmitGroup(std::vector<pb::Txn>* txns, bool validate) {
       rejected_.fetch_add(txns->size(), std::memory_order_relaxed);
       return s;
     }
+    charge += TxnCharge(t);
   }
   const size_t n = txns->size();
-  absl::Status s = Admit(n);
+  absl::Status s = Admit(n, charge);
   if (s.ok()) {
     s = sequencer_->SubmitMany(txns);
-    if (!s.ok()) submitted_.fetch_sub(n, std::memory_order_acq_rel);
+    if (!s.ok()) {
+      submitted_.fetch_sub(n, std::memory_order_acq_rel);
+      pending_bytes_.fetch_sub(charge, std::memory_order_acq_rel);
+    }
   }
   if (!s.ok()) rejected_.fetch_add(n, std::memory_order_relaxed);
   return s;
@@ -306,12 +358,6 @@ void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
   }
 }
 
-void Engine::ExpectResults(const pb::Batch& batch) {
-  std::lock_guard<std::mutex> l(awaiting_mu_);
-  for (const pb::Txn& t : batch.txns())
-    if (options_.peers->NodeOf(ExecutorsOf(t)[0]) != options_.peers->node_id()) awaiting_.insert(t.id());
-}
-
 void Engine::EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch) {
   // Split into one sub-batch per local partition (empty ones too: schedulers
   // must see every epoch). They point into the shared batch.
@@ -327,71 +373,10 @@ void Engine::EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch) {
   for (PartitionId p : local_) schedulers_[p]->Enqueue(std::move(subs[p]));
 }
 
-absl::Status Engine::CheckPeerBatch(pb::Batch* batch) const {
-  const uint32_t seq = batch->sequencer_id();
-  if (seq >= options_.peers->num_nodes() || seq == options_.peers->node_id())
-    return absl::InvalidArgumentError(absl::StrCat("batch of sequencer ", seq));
-  if (batch->epoch() == 0 || batch->epoch() >= EpochBatcher::kMaxEpoch)
-    return absl::InvalidArgumentError(absl::StrCat("batch of epoch ", batch->epoch()));
-  std::vector<uint32_t> scratch;
-  int64_t last_index = -1;
-  for (pb::Txn& t : *batch->mutable_txns()) {
-    if (EpochBatcher::IdEpoch(t.id()) != batch->epoch() || EpochBatcher::IdSequencer(t.id()) != seq ||
-        static_cast<int64_t>(EpochBatcher::IdIndex(t.id())) <= last_index)
-      return absl::InvalidArgumentError(absl::StrCat("txn id ", t.id(), " out of place in batch (epoch ",
-                                                     batch->epoch(), ", sequencer ", seq, ")"));
-    last_index = EpochBatcher::IdIndex(t.id());
-    absl::Status s = Validate(t);
-    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("txn ", t.id(), ": ", s.message()));
-    // Derived fields are recomputed, never trusted.
-    EpochBatcher::SetParticipants(&t, *partitioner_, &scratch);
-    t.set_origin_node(seq);
-  }
-  return absl::OkStatus();
-}
-
-void Engine::OnPeerBatch(std::shared_ptr<pb::Batch> batch) {
-  absl::Status s = CheckPeerBatch(batch.get());
-  if (!s.ok()) {
-    // Dropping it stalls the merge at this epoch: safe, never divergent.
-    bad_peer_batches_.fetch_add(1, std::memory_order_relaxed);
-    LOG_EVERY_N(ERROR, 100) << "dropping a bad batch from node " << batch->sequencer_id() << ": " << s;
-    return;
-  }
-  if (stage_ != nullptr) {
-    stage_->Add(std::move(batch));
-  } else {
-    EnqueueLocal(batch);
-  }
-}
-
-void Engine::OnTxnResult(const pb::Txn& txn, pb::TxnResult result) {
-  if (options_.peers != nullptr && txn.origin_node() != options_.peers->node_id()) {
-    options_.peers->SendResult(txn.origin_node(), result);  // its origin counts it
-    return;
-  }
-  Deliver(result);
-}
-
-void Engine::OnPeerResult(const pb::TxnResult& result) {
-  {
-    std::lock_guard<std::mutex> l(awaiting_mu_);
-    if (awaiting_.erase(result.txn_id()) == 0) {
-      if (early_results_open_ && early_results_.size() < kMaxEarlyResults) {
-        // A peer replaying its log may answer before our replay noted what
-        // it awaits (engine_recovery.cc).
-        early_results_.push_back(result);
-        return;
-      }
-      bad_peer_results_.fetch_add(1, std::memory_order_relaxed);
-      LOG_EVERY_N(ERROR, 100) << "dropping a result for txn " << result.txn_id() << ", which is not awaited here";
-      return;
-    }
-  }
-  Deliver(result);
-}
-
-void Engine::Deliver(const pb::TxnResult& result) {
+void Engine::Deliver(const pb::TxnResult& result, uint64_t charge) {
+  // The txn's bytes are freed once it ran (its reply is small), even if the
+  // reply waits for durability.
+  pending_bytes_.fetch_sub(charge, std::memory_order_acq_rel);
   if (stage_ != nullptr) {
     stage_->Hold(result);  // DeliverNow once its epoch is durable on every node
   } else {
@@ -547,6 +532,11 @@ EngineStats Engine::stats() const {
   s.rejected = rejected_.load();
   s.bad_peer_batches = bad_peer_batches_.load();
   s.bad_peer_results = bad_peer_results_.load();
+  s.duplicate_peer_batches = duplicate_peer_batches_.load();
+  s.far_peer_batches = far_peer_batches_.load();
+  s.conflicting_peer_batches = conflicting_peer_batches_.load();
+  s.peer_window_epochs = window_ != nullptr ? window_->window_epochs() : 0;
+  s.pending_bytes = pending_bytes_.load();
   s.epochs = sequencer_->epochs_closed();
   if (stage_ != nullptr) {
     s.durable_epoch = stage_->durable_epoch();

@@ -41,6 +41,7 @@
 
 #include <deque>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "common/partitioner.h"
@@ -49,6 +50,7 @@
 #include "scheduler/checkpoint_agreement.h"
 #include "proto/detdb.pb.h"
 #include "scheduler/log_stage.h"
+#include "scheduler/peer_batch_window.h"
 #include "scheduler/peer_link.h"
 #include "scheduler/procedure.h"
 #include "scheduler/scheduler.h"
@@ -73,9 +75,24 @@ struct EngineOptions {
   LockManagerOptions lock;
   uint64_t epoch_us = 1000;
   size_t max_pending = 1u << 20;      // accepted, not yet answered; more is refused (Unavailable)
+  // The same txns' bytes (TxnCharge): a txn may carry max_args_bytes of
+  // arguments, so a count alone lets a stalled merge hold max_pending MiB.
+  // >= TxnCharge of the largest txn accepted (checked by Create).
+  size_t max_pending_bytes = 256u << 20;
   size_t max_keys_per_txn = 10000;    // larger txns are rejected
   size_t max_args_bytes = 1u << 20;   // so are larger procedure arguments
   bool record_history = false;        // keep every batch (for replay by tests)
+  // Cluster mode: how far ahead of max(merged epoch, the epoch the wall
+  // clock is in) a peer's batch, or the remote reads of a txn a partition
+  // has not taken yet, may be, in wall time: ceil(peer_window_us /
+  // epoch_us) epochs (at least 16). 10 s, the clock skew the handshake
+  // accepts: a peer's sequencer closes epochs on its own clock, so an honest
+  // batch is never further ahead than that, however far our merge lags (a
+  // held merge never refuses an honest peer). Beyond it: refused and
+  // counted. Memory is bounded by the window in wall time, not by dropping.
+  uint64_t peer_window_us = 10'000'000;
+  // Per partition: bytes of remote reads held for txns not taken yet.
+  size_t max_held_reads_bytes = 64u << 20;
   // Cluster mode: the link to the other nodes (must outlive the engine).
   // Only partitions with peers->NodeOf(p) == peers->node_id() are served
   // here; txn ids follow EpochBatcher::IdScheme::kEpochSequencer.
@@ -112,8 +129,19 @@ struct EngineStats {
   uint64_t restored_checkpoint = 0;                      // epoch of the checkpoint Start loaded (0: none)
   uint64_t checkpoints = 0, last_checkpoint_epoch = 0;   // taken since start
   uint64_t capture_children = 0;                         // checkpoint capture children alive
+  uint64_t duplicate_peer_batches = 0;  // a (sequencer, epoch) delivered already: dropped
+  uint64_t far_peer_batches = 0;        // beyond the window ahead of max(merged, wall-clock epoch): refused
+  uint64_t conflicting_peer_batches = 0;  // a (sequencer, epoch) delivered before with other txns: refused, ERROR
+  uint64_t peer_window_epochs = 0;      // that window
+  uint64_t pending_bytes = 0;           // TxnCharge of the txns accepted, not yet answered
   std::vector<SchedulerStats> partitions;
 };
+
+// What a txn counts against EngineOptions::max_pending_bytes: its
+// arguments, 8 bytes per key and 64 for the rest.
+inline uint64_t TxnCharge(const pb::Txn& txn) {
+  return txn.args().size() + 8 * static_cast<uint64_t>(txn.read_set_size() + txn.write_set_size()) + 64;
+}
 
 class Engine final : public BatchSink, public ReplySink, public PeerHandler {
  public:
@@ -301,11 +329,12 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void DeliverNow(const pb::TxnResult& result);
   Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures);
   absl::Status Validate(const pb::Txn& txn) const;
-  absl::Status Admit(size_t n);
+  absl::Status Admit(size_t n, uint64_t bytes);
   absl::Status SubmitGroup(std::vector<pb::Txn>* txns, bool validate);
   // Hands each local scheduler its part of batch (empty parts too).
   void EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch);
-  void Deliver(const pb::TxnResult& result);
+  // charge: the txn's TxnCharge, counted at Admit.
+  void Deliver(const pb::TxnResult& result, uint64_t charge);
   const PartitionStore* schema() const { return stores_[local_[0]].get(); }
 
   const EngineOptions options_;
@@ -329,12 +358,26 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::vector<pb::Batch> outgoing_;
 
   std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0}, bad_peer_batches_{0}, bad_peer_results_{0};
+  std::atomic<uint64_t> duplicate_peer_batches_{0}, far_peer_batches_{0}, conflicting_peer_batches_{0};
+  std::atomic<uint64_t> pending_bytes_{0};  // TxnCharge of accepted, unanswered txns
+  // Cluster mode: the epoch the wall clock is in (0 before Start or without
+  // a start_us): a peer's sequencer closes epoch origin + k at start_us +
+  // k * epoch_us (origin: the epoch the cluster resumed after, or 0),
+  // so an honest peer sends no epoch at or beyond max(merged, clock epoch) +
+  // window, however far behind our merge is (engine_peers.cc).
+  uint64_t ClockEpoch() const;
+  // The largest TxnCharge a txn may have (Create checks budgets against it).
+  uint64_t LargestTxnBytes() const;
+  std::atomic<uint64_t> start_us_{0};            // Start's start_us (cluster mode; 0 until the sequencer starts)
+  std::atomic<uint64_t> clock_origin_epoch_{0};  // the epoch the sequencer resumed after (0 without recovery)
+  std::mutex window_mu_;
+  std::unique_ptr<PeerBatchWindow> window_;  // guarded by window_mu_: the peer batches taken so far
   // Cluster mode: ids of txns submitted here whose coordinator is on another
   // node; a peer's result for any other id is dropped.
   mutable std::mutex log_error_mu_;
   absl::Status log_error_;  // guarded by log_error_mu_: the input log's failure
   std::mutex awaiting_mu_;
-  absl::flat_hash_set<TxnId> awaiting_;  // guarded by awaiting_mu_
+  absl::flat_hash_map<TxnId, uint64_t> awaiting_;  // guarded by awaiting_mu_: with their TxnCharge
   // With the input log, until replay noted the results it awaits: peer
   // results not (yet) awaited are kept, at most kMaxEarlyResults.
   static constexpr size_t kMaxEarlyResults = 1u << 20;

@@ -63,12 +63,13 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch, std::option
   // peers), for the peers' CheckpointAgreement.
   if (options_.peers != nullptr && agreement_.newest() > 0) options_.peers->SetCheckpointEpoch(agreement_.newest());
   const uint32_t self = options_.peers != nullptr ? options_.peers->node_id() : 0;
-  uint64_t own = 0, total = 0;
+  uint64_t own = 0, own_bytes = 0, total = 0;
   for (const auto& b : in->batches) {
     total += b->txns_size();
     if (b->sequencer_id() == self) {
       // Answered here, as when they were first submitted.
       own += b->txns_size();
+      for (const pb::Txn& t : b->txns()) own_bytes += TxnCharge(t);  // freed as they are answered
       if (options_.peers != nullptr) ExpectResults(*b);
     } else if (absl::Status s = CheckPeerBatch(b.get()); !s.ok()) {
       return absl::DataLossError(absl::StrCat("input log ", options_.log.dir, ": logged batch of node ",
@@ -76,6 +77,7 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch, std::option
     }
   }
   submitted_.fetch_add(own, std::memory_order_acq_rel);
+  pending_bytes_.fetch_add(own_bytes, std::memory_order_acq_rel);
   // Results that peers sent before the expectations above existed.
   std::vector<pb::TxnResult> early;
   {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "glog/logging.h"
+#include "scheduler/remote_reads_guard.h"
 
 namespace detdb {
 
@@ -15,7 +16,16 @@ class InProcessPeerHub::Link final : public PeerLink {
   uint32_t NodeOf(PartitionId p) const override { return hub_->node_of_.at(p); }
   void SetHandler(PeerHandler* handler) override { handler_ = handler; }
   void RegisterReceiver(PartitionId p, RemoteReadsReceiver* r) override { hub_->receivers_.at(p) = r; }
-  void Send(PartitionId to, pb::RemoteReads msg) override { hub_->receivers_.at(to)->OnRemoteReads(std::move(msg)); }
+  void Send(PartitionId to, pb::RemoteReads msg) override {
+    const absl::Status s =
+        CheckReadsSender(msg, node_, *this, static_cast<uint32_t>(hub_->node_of_.size()));
+    if (!s.ok()) {
+      hub_->refused_reads_.fetch_add(1, std::memory_order_relaxed);
+      LOG_EVERY_N(WARNING, 1000) << "refusing remote reads: " << s;
+      return;
+    }
+    hub_->receivers_.at(to)->OnRemoteReads(std::move(msg));
+  }
   void SendBatch(uint32_t node, const pb::Batch& batch) override {
     CHECK_NE(node, node_);
     hub_->links_.at(node)->handler_->OnPeerBatch(std::make_shared<pb::Batch>(batch));

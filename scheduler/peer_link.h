@@ -11,6 +11,7 @@
 #ifndef DETDB_SCHEDULER_PEER_LINK_H_
 #define DETDB_SCHEDULER_PEER_LINK_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -61,19 +62,23 @@ class PeerLink : public Transport {
 };
 
 // Connects the engines of several nodes inside one process: every message is
-// delivered on the sender's thread.
+// delivered on the sender's thread. As ZmqPeerNet, it refuses (and counts)
+// remote reads that claim a partition the sending node does not serve.
 class InProcessPeerHub {
  public:
   // node_of[p] is the node serving partition p.
   explicit InProcessPeerHub(std::vector<uint32_t> node_of);
   ~InProcessPeerHub();
   PeerLink* link(uint32_t node);
+  // Remote reads refused because of their sender (CheckReadsSender).
+  uint64_t refused_reads() const { return refused_reads_.load(std::memory_order_relaxed); }
 
  private:
   class Link;
   const std::vector<uint32_t> node_of_;
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<RemoteReadsReceiver*> receivers_;  // by partition
+  std::atomic<uint64_t> refused_reads_{0};
 };
 
 }  // namespace detdb

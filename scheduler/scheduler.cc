@@ -35,6 +35,16 @@ Scheduler::Scheduler(const SchedulerOptions& options, const Partitioner* partiti
              .adaptive_admission = options.adaptive_admission},
             std::move(lm), &exec_, &input_, this),
       merger_(options.num_sequencers, options.first_epoch),
+      remote_({.self = options.partition,
+               .partitioner = partitioner,
+               .value_size = [store](Key k) -> uint32_t {
+                 const Table* t = store->GetTable(KeyTable(k));
+                 return t == nullptr ? 0 : t->value_size();
+               },
+               .epoch_in_id = options.epoch_in_id,
+               .window_epochs = options.window_epochs,
+               .max_held_bytes = options.max_held_reads_bytes,
+               .is_local = options.is_local}),
       merged_epoch_(options.first_epoch) {
   transport->RegisterReceiver(options_.partition, this);
   window_.store(core_.admission().window(), std::memory_order_relaxed);
@@ -72,9 +82,10 @@ void Scheduler::Enqueue(SubBatchRef sub_batch) {
     std::lock_guard<std::mutex> l(in_mu_);
     const auto key = std::make_pair(sub_batch.epoch, sub_batch.sequencer_id);
     const size_t n = sub_batch.txns.size();
-    if (!merger_.Add(std::move(sub_batch))) {
-      LOG_EVERY_N(ERROR, 1000) << "partition " << options_.partition << ": dropping duplicate sub-batch (epoch "
-                 << key.first << ", sequencer " << key.second << ")";
+    if (!merger_.Add(std::move(sub_batch))) {  // resent: normal once nodes rejoin
+      duplicate_sub_batches_.fetch_add(1, std::memory_order_relaxed);
+      VLOG(1) << "partition " << options_.partition << ": dropping duplicate sub-batch (epoch " << key.first
+              << ", sequencer " << key.second << ")";
       return;
     }
     enqueued_.fetch_add(n, std::memory_order_release);
@@ -288,13 +299,27 @@ bool Scheduler::Process(PartitionTxn* st) {
   return true;
 }
 
+void Scheduler::OnTaken(const PartitionTxn& st) {
+  if (!st.executor || st.remote_expected == 0) return;
+  std::lock_guard<std::mutex> l(remote_mu_);
+  remote_.Expect(st, merged_epoch_.load(std::memory_order_acquire));
+}
+
 void Scheduler::OnRemoteReads(pb::RemoteReads msg) {
+  const uint64_t clock_epoch = options_.clock_epoch ? options_.clock_epoch() : 0;
   PartitionTxn* resume = nullptr;
+  RemoteReadsGuard::Verdict v;
+  std::string why;
   {
     std::lock_guard<std::mutex> l(remote_mu_);
-    // Kept until the txn is dispatched if it is not parked yet.
-    resume = remote_.OnRemoteReads(std::move(msg));
+    // Kept by the guard until the txn is dispatched if it is not parked yet.
+    resume = remote_.OnRemoteReads(std::move(msg), merged_epoch_.load(std::memory_order_acquire), clock_epoch, &v,
+                                   &why);
     if (resume != nullptr) parked_now_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (v != RemoteReadsGuard::Verdict::kDeliver && v != RemoteReadsGuard::Verdict::kKept) {
+    LOG_EVERY_N(WARNING, 1000) << "partition " << options_.partition << ": refusing remote reads ("
+                               << RemoteReadsGuard::Name(v) << "): " << why;
   }
   if (resume != nullptr) ready_q_.Push(resume);
 }
@@ -312,6 +337,13 @@ SchedulerStats Scheduler::stats() const {
   s.window_grows = window_grows_.load(std::memory_order_relaxed);
   s.window_shrinks = window_shrinks_.load(std::memory_order_relaxed);
   s.starved = starved_.load(std::memory_order_relaxed);
+  s.duplicate_sub_batches = duplicate_sub_batches_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> l(in_mu_);
+    s.pending_sub_batches = merger_.pending();
+  }
+  std::lock_guard<std::mutex> l(remote_mu_);
+  s.remote_reads = remote_.stats();
   return s;
 }
 

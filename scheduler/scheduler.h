@@ -51,6 +51,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -84,6 +85,16 @@ struct SchedulerOptions {
   // The admission window adapts to the workers (admission.h); false: a
   // fixed window of lock.max_active. lock.max_active is the cap either way.
   bool adaptive_admission = true;
+  // Remote reads (remote_reads_guard.h): txn ids carry their epoch (cluster
+  // mode); how far ahead reads of a txn not taken yet are held; how many
+  // bytes of them at most; which partitions are in this process (null: all).
+  bool epoch_in_id = false;
+  uint64_t window_epochs = 10000;
+  uint64_t max_held_reads_bytes = 64u << 20;
+  std::function<bool(PartitionId)> is_local;
+  // Cluster mode: the epoch the wall clock is in (0: unknown), for the
+  // guard's "too early" rule. Null: 0.
+  std::function<uint64_t()> clock_epoch;
 };
 
 struct SchedulerStats {
@@ -97,6 +108,9 @@ struct SchedulerStats {
   uint64_t window = 0;     // the admission window now (admission.h)
   uint64_t window_grows = 0, window_shrinks = 0;
   uint64_t starved = 0;    // times a worker found no runnable txn
+  RemoteReadsStats remote_reads;       // accepted, held and refused remote reads by reason
+  uint64_t duplicate_sub_batches = 0;  // sub-batches enqueued again (dropped)
+  uint64_t pending_sub_batches = 0;    // enqueued, waiting for their turn to merge
 };
 
 class Scheduler final : public RemoteReadsReceiver, private CoreListener {
@@ -170,6 +184,8 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   void PublishLocked(const AdmitResult& r);
   // CoreListener: the core's active count, for the workers' hint.
   void OnActiveChanged(uint64_t active) override { active_now_.store(active, std::memory_order_relaxed); }
+  // CoreListener: registers st's expected remote reads. REQUIRES: lm_mu_ held.
+  void OnTaken(const PartitionTxn& st) override;
   // Worker side. Returns true if st finished here (release it).
   bool Process(PartitionTxn* st);
 
@@ -198,19 +214,20 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   Notifier lock_notifier_;  // wakes the lock thread: new input or finished txns
 
   // Input: sub-batches waiting to be merged, by (epoch, sequencer).
-  std::mutex in_mu_;
+  mutable std::mutex in_mu_;
   SubBatchMerger merger_;  // guarded by in_mu_
 
   WorkQueue<PartitionTxn*> ready_q_;  // lock thread -> workers (fresh and resumed txns)
   std::mutex done_mu_;
   std::vector<PartitionTxn*> done_;   // workers -> lock thread; guarded by done_mu_
 
-  // Remote reads: parked txns and reads that arrived before their txn.
-  std::mutex remote_mu_;
+  // Remote reads: parked txns and the guard (reads that arrived before their
+  // txn). Lock order: lm_mu_ before remote_mu_ (OnTaken).
+  mutable std::mutex remote_mu_;
   RemoteReadsTable remote_;  // guarded by remote_mu_
 
   std::atomic<uint64_t> admitted_{0}, blocked_at_admission_{0}, committed_{0}, aborted_{0},
-      passive_{0}, parked_count_{0}, active_sum_{0};
+      passive_{0}, parked_count_{0}, active_sum_{0}, duplicate_sub_batches_{0};
   std::atomic<uint64_t> parked_now_{0};  // txns parked now (the admission window's signal)
   std::atomic<uint64_t> enqueued_{0}, released_{0};  // txns given to / released by this partition
   std::atomic<uint64_t> merged_epoch_{0};

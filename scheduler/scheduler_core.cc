@@ -77,6 +77,7 @@ PartitionTxn* PartitionCore::NewState(const pb::Txn* txn) {
     free_states_.pop_back();
   }
   exec_->Init(st, txn, current_.owner);
+  if (listener_ != nullptr) listener_->OnTaken(*st);
   return st;
 }
 
@@ -144,21 +145,32 @@ AdmitResult PartitionCore::Admit(int slice, const RunnerState& state, ReadyList*
 }
 
 bool RemoteReadsTable::TakeEarlyOrPark(PartitionTxn* st) {
-  auto it = early_.find(st->txn->id());
-  if (it != early_.end()) {  // reads that arrived before the txn was dispatched
-    for (pb::RemoteReads& msg : it->second) TxnExecutor::AddRemote(st, &msg);
+  std::vector<pb::RemoteReads> arrived;  // checked reads that came before the txn was dispatched
+  if (guard_) {
+    guard_->Take(st->txn->id(), &arrived);
+  } else if (auto it = early_.find(st->txn->id()); it != early_.end()) {
+    arrived = std::move(it->second);
     early_.erase(it);
   }
+  for (pb::RemoteReads& msg : arrived) TxnExecutor::AddRemote(st, &msg);
   if (!st->MissingRemoteReads()) return true;
   parked_.emplace(st->txn->id(), st);  // WAITING: the worker moves on
   return false;
 }
 
-PartitionTxn* RemoteReadsTable::OnRemoteReads(pb::RemoteReads&& msg) {
+PartitionTxn* RemoteReadsTable::OnRemoteReads(pb::RemoteReads&& msg, uint64_t merged_epoch, uint64_t clock_epoch,
+                                              RemoteReadsGuard::Verdict* verdict, std::string* why) {
   auto it = parked_.find(msg.txn_id());
-  if (it == parked_.end()) {
+  if (guard_) {
+    *verdict = guard_->OnReads(&msg, merged_epoch, clock_epoch, why);
+    if (*verdict != RemoteReadsGuard::Verdict::kDeliver) return nullptr;  // kept by the guard, or refused
+    CHECK(it != parked_.end()) << "txn " << msg.txn_id() << " taken by a worker but not parked";
+  } else if (it == parked_.end()) {
+    *verdict = RemoteReadsGuard::Verdict::kKept;
     early_[msg.txn_id()].push_back(std::move(msg));  // kept until the txn is dispatched
     return nullptr;
+  } else {
+    *verdict = RemoteReadsGuard::Verdict::kDeliver;
   }
   PartitionTxn* st = it->second;
   TxnExecutor::AddRemote(st, &msg);

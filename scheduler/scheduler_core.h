@@ -18,7 +18,8 @@
 //   workers, and whether a stopped admission is worth resuming.
 // - RemoteReadsTable: parking. INPUT: an executor missing remote reads
 //   (Park), another partition's reads (OnRemoteReads). OUTPUT: the parked txn
-//   that became complete, to dispatch again.
+//   that became complete, to dispatch again. Every read is checked by a
+//   RemoteReadsGuard first (duplicates, forgeries, early ones held).
 // The worker side (run a dispatched txn) is TxnExecutor (partition_txn.h).
 #ifndef DETDB_SCHEDULER_SCHEDULER_CORE_H_
 #define DETDB_SCHEDULER_SCHEDULER_CORE_H_
@@ -26,6 +27,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -34,6 +37,7 @@
 #include "proto/detdb.pb.h"
 #include "scheduler/admission.h"
 #include "scheduler/partition_txn.h"
+#include "scheduler/remote_reads_guard.h"
 
 namespace detdb {
 
@@ -71,6 +75,8 @@ class SubBatchMerger {
   uint64_t SkipTo(uint64_t epoch);
   // Every sub-batch of every epoch below this one has been taken.
   uint64_t merged_epoch() const { return next_.first; }
+  // Sub-batches added, not taken yet.
+  size_t pending() const { return pending_.size(); }
 
  private:
   bool Held() const { return next_.second == 0 && next_.first >= hold_epoch_; }
@@ -118,6 +124,10 @@ class CoreListener {
  public:
   virtual ~CoreListener() = default;
   virtual void OnActiveChanged(uint64_t active) = 0;
+  // st was just taken from the input (in id order) and given its state:
+  // the runner registers an executor missing remote reads with its
+  // RemoteReadsTable (Expect), so that their reads are checked.
+  virtual void OnTaken(const PartitionTxn& st) { (void)st; }
 };
 
 // Thread-safety: not thread-safe (see the file comment).
@@ -177,23 +187,46 @@ class PartitionCore {
   PartitionTxn* lookahead_ = nullptr;
 };
 
+// Parked txns, and every remote read checked by a RemoteReadsGuard
+// (remote_reads_guard.h: accepted once per reader, against the txn's read
+// set; early ones held within the window and budget).
 // Thread-safety: not thread-safe.
 class RemoteReadsTable {
  public:
+  explicit RemoteReadsTable(const RemoteReadsGuardOptions& guard) : guard_(std::in_place, guard) {}
+  // Unchecked: every message counts for its txn (the simulation, whose
+  // reads carry no keys; bench/sim.h). Never for input from peers.
+  RemoteReadsTable() = default;
+  // The lock side took st (OnTaken): if it executes here with remote reads,
+  // they are checked against it from now on.
+  void Expect(const PartitionTxn& st, uint64_t merged_epoch) {
+    if (guard_ && st.executor && st.remote_expected > 0) guard_->Expect(*st.txn, merged_epoch);
+  }
   // st, an executor just dispatched and missing remote reads, takes those
-  // that arrived before it. True if it now has them all; else it is parked
-  // (WAITING) until OnRemoteReads completes it.
+  // that arrived (and were accepted) before it. True if it now has them
+  // all; else it is parked (WAITING) until OnRemoteReads completes it.
   bool TakeEarlyOrPark(PartitionTxn* st);
-  // Another participant's reads: added to their parked txn, which is
-  // returned (marked resumed) if it is now complete; kept until the txn is
-  // dispatched if it is not parked yet. nullptr otherwise. Moves the reads
-  // out of msg; what is left is the caller's to free (outside its lock).
-  PartitionTxn* OnRemoteReads(pb::RemoteReads&& msg);
+  // Another participant's reads, checked by the guard: added to their
+  // parked txn, which is returned (marked resumed) if it is now complete;
+  // kept by the guard if the txn is not parked yet. nullptr otherwise;
+  // *verdict says why (a refusal is the caller's to log), *why the reason.
+  // merged_epoch, clock_epoch: see RemoteReadsGuard::OnReads. Moves the
+  // reads out of msg; what is left is the caller's to free (outside its lock).
+  PartitionTxn* OnRemoteReads(pb::RemoteReads&& msg, uint64_t merged_epoch, uint64_t clock_epoch,
+                              RemoteReadsGuard::Verdict* verdict, std::string* why);
+  // Unchecked table only.
+  PartitionTxn* OnRemoteReads(pb::RemoteReads&& msg) {
+    RemoteReadsGuard::Verdict v;
+    std::string why;
+    return OnRemoteReads(std::move(msg), 0, 0, &v, &why);
+  }
   size_t parked() const { return parked_.size(); }
+  RemoteReadsStats stats() const { return guard_ ? guard_->stats() : RemoteReadsStats{}; }
 
  private:
   absl::flat_hash_map<TxnId, PartitionTxn*> parked_;
-  absl::flat_hash_map<TxnId, std::vector<pb::RemoteReads>> early_;
+  std::optional<RemoteReadsGuard> guard_;                           // null: unchecked
+  absl::flat_hash_map<TxnId, std::vector<pb::RemoteReads>> early_;  // unchecked only
 };
 
 }  // namespace detdb

@@ -117,18 +117,32 @@ TEST(RemoteReadsTable, ParkedTxnResumesOnItsLastReadAndEarlyReadsWait) {
   PartitionTxn st;
   exec.Init(&st, &txn, nullptr);
   ASSERT_EQ(st.remote_expected, 2u);
-  RemoteReadsTable table;
-  pb::RemoteReads early;
-  early.set_txn_id(42);
-  early.set_from_partition(1);
-  EXPECT_EQ(table.OnRemoteReads(std::move(early)), nullptr);  // before dispatch: kept
+  RemoteReadsTable table({.self = 0, .partitioner = &partitioner, .value_size = [](Key) { return 8u; },
+                          .epoch_in_id = false,
+                          .window_epochs = 16,
+                          .max_held_bytes = 1u << 20,
+                          .is_local = nullptr});
+  table.Expect(st, /*merged_epoch=*/1);  // the lock side took it
+  RemoteReadsGuard::Verdict v = RemoteReadsGuard::Verdict::kDeliver;
+  std::string why;
+  auto reads = [](PartitionId from) {
+    pb::RemoteReads m;
+    m.set_txn_id(42);
+    m.set_from_partition(from);
+    pb::KeyValue* kv = m.add_reads();
+    kv->set_key(MakeKey(0, from));
+    kv->set_found(false);
+    return m;
+  };
+  EXPECT_EQ(table.OnRemoteReads(reads(1), 1, 0, &v, &why), nullptr);  // before dispatch: kept
+  EXPECT_EQ(v, RemoteReadsGuard::Verdict::kKept);
+  EXPECT_EQ(table.OnRemoteReads(reads(1), 1, 0, &v, &why), nullptr);  // the same reader again
+  EXPECT_EQ(v, RemoteReadsGuard::Verdict::kDuplicate) << why;
   EXPECT_FALSE(table.TakeEarlyOrPark(&st));         // one of two: parked
   EXPECT_EQ(st.remote_received, 1u);
   EXPECT_EQ(table.parked(), 1u);
-  pb::RemoteReads last;
-  last.set_txn_id(42);
-  last.set_from_partition(2);
-  EXPECT_EQ(table.OnRemoteReads(std::move(last)), &st);
+  EXPECT_EQ(table.OnRemoteReads(reads(2), 1, 0, &v, &why), &st);
+  EXPECT_EQ(v, RemoteReadsGuard::Verdict::kDeliver);
   EXPECT_TRUE(st.resumed);
   EXPECT_EQ(table.parked(), 0u);
 }

@@ -1,0 +1,136 @@
+// Node: the handshake compares every setting that changes validation or
+// data (HandshakeSettings); two nodes that differ refuse each other with an
+// error naming the setting and both values, instead of dropping each
+// other's batches (a key valid on one is outside the other's rows) or
+// diverging silently.
+#include "deploy/node.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace detdb {
+namespace {
+
+uint32_t FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+pb::ClusterConfig TwoNodes() {
+  pb::ClusterConfig c;
+  c.set_num_partitions(2);
+  c.set_epoch_us(1000);
+  for (uint32_t i = 0; i < 2; ++i) {
+    pb::NodeConfig* n = c.add_nodes();
+    n->set_id(i);
+    n->set_host("127.0.0.1");
+    n->set_peer_port(FreePort());
+    n->set_client_port(FreePort());
+    n->add_partitions(i);
+  }
+  return c;
+}
+
+NodeOptions Options(const pb::ClusterConfig& c, uint32_t id) {
+  NodeOptions o;
+  o.config = c;
+  o.node_id = id;
+  o.micro_records_per_partition = 100;
+  o.engine.lock.table_size = 1024;
+  o.handshake_timeout = std::chrono::seconds(30);
+  return o;
+}
+
+// Starts both nodes at once; returns their Start() results.
+std::vector<absl::Status> StartBoth(const NodeOptions& a, const NodeOptions& b) {
+  auto n0 = Node::Create(a);
+  auto n1 = Node::Create(b);
+  EXPECT_TRUE(n0.ok()) << n0.status();
+  EXPECT_TRUE(n1.ok()) << n1.status();
+  if (!n0.ok() || !n1.ok()) return {};
+  std::vector<absl::Status> out(2);
+  std::thread t([&] { out[1] = (*n1)->Start(); });
+  out[0] = (*n0)->Start();
+  t.join();
+  EXPECT_TRUE((*n0)->Stop(std::chrono::milliseconds(100)).ok());
+  EXPECT_TRUE((*n1)->Stop(std::chrono::milliseconds(100)).ok());
+  return out;
+}
+
+TEST(NodeHandshake, NodesWithDifferentMicroRecordsRefuseEachOther) {
+  const pb::ClusterConfig c = TwoNodes();
+  NodeOptions a = Options(c, 0), b = Options(c, 1);
+  b.micro_records_per_partition = 200;
+  const std::vector<absl::Status> s = StartBoth(a, b);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].code(), absl::StatusCode::kFailedPrecondition) << s[0];
+  EXPECT_EQ(s[1].code(), absl::StatusCode::kFailedPrecondition) << s[1];
+  EXPECT_NE(s[0].message().find("node 1 runs with micro_records 200, we with 100"), std::string::npos) << s[0];
+  EXPECT_NE(s[1].message().find("node 0 runs with micro_records 100, we with 200"), std::string::npos) << s[1];
+}
+
+TEST(NodeHandshake, EverySettingThatChangesValidationOrDataIsCompared) {
+  NodeOptions o = Options(TwoNodes(), 0);
+  std::map<std::string, std::string> micro = HandshakeSettings(o);
+  EXPECT_EQ(micro.at("workload"), "micro");
+  EXPECT_EQ(micro.at("micro_records"), "100");
+  EXPECT_EQ(micro.at("max_keys_per_txn"), "10000");
+  EXPECT_EQ(micro.at("max_args_bytes"), "1048576");
+  o.workload = "tpcc";
+  o.tpcc_scale = tpcc::Scale::Small(4);
+  o.tpcc_load_seed = 9;
+  std::map<std::string, std::string> tpcc = HandshakeSettings(o);
+  EXPECT_EQ(tpcc.at("tpcc_warehouses"), "4");
+  EXPECT_EQ(tpcc.at("tpcc_load_seed"), "9");
+  for (const char* k : {"tpcc_items", "tpcc_customers_per_district", "tpcc_orders_per_district",
+                        "tpcc_new_orders_per_district"})
+    EXPECT_TRUE(tpcc.contains(k)) << k;
+}
+
+TEST(NodeHandshake, DifferentWorkloadsAndLimitsNameEveryDifference) {
+  const pb::ClusterConfig c = TwoNodes();
+  NodeOptions a = Options(c, 0), b = Options(c, 1);
+  b.engine.max_keys_per_txn = 50;
+  b.engine.max_args_bytes = 4096;
+  const std::vector<absl::Status> s = StartBoth(a, b);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_NE(s[0].message().find("node 1 runs with max_keys_per_txn 50, we with 10000"), std::string::npos) << s[0];
+  EXPECT_NE(s[0].message().find("node 1 runs with max_args_bytes 4096, we with 1048576"), std::string::npos) << s[0];
+  EXPECT_EQ(s[1].code(), absl::StatusCode::kFailedPrecondition) << s[1];
+}
+
+TEST(NodeHandshake, NodesOfAnotherBuildRefuseEachOther) {
+  const pb::ClusterConfig c = TwoNodes();
+  NodeOptions a = Options(c, 0), b = Options(c, 1);
+  a.engine.log.build_id = 0x1234;
+  b.engine.log.build_id = 0xabcd;
+  const std::vector<absl::Status> s = StartBoth(a, b);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_NE(s[0].message().find("node 1 runs with build_id 000000000000abcd, we with 0000000000001234"),
+            std::string::npos)
+      << s[0];
+  EXPECT_EQ(s[1].code(), absl::StatusCode::kFailedPrecondition) << s[1];
+}
+
+TEST(NodeHandshake, EqualSettingsStart) {
+  const pb::ClusterConfig c = TwoNodes();
+  const std::vector<absl::Status> s = StartBoth(Options(c, 0), Options(c, 1));
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_TRUE(s[0].ok()) << s[0];
+  EXPECT_TRUE(s[1].ok()) << s[1];
+}
+
+}  // namespace
+}  // namespace detdb
