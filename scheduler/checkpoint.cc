@@ -123,9 +123,15 @@ class Scratch {
   void* mem_ = nullptr;
 };
 
-// The child's setup: dies with the forking thread, exits if the parent is
-// already gone, dumps no core, keeps no fd but keep_fd. Syscalls only.
+// The child's setup: dies of a fault signal instead of running the
+// parent's handler (glog's failure handler takes locks and could block
+// forever: finding 19), dies with the forking thread, exits if the parent
+// is already gone, dumps no core, keeps no fd but keep_fd. Syscalls only.
 void DetachChild(pid_t parent, int keep_fd, rlim_t fd_limit) {
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) (void)sigaction(sig, &dfl, nullptr);
   (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(4);  // the parent died before the prctl
   const struct rlimit no_core = {0, 0};
@@ -173,6 +179,9 @@ absl::Status ReapChild(pid_t pid, bool kill_first) {
     if (errno == EINTR) continue;
     return absl::InternalError(absl::StrCat("waitpid for the checkpoint child ", pid, ": ", strerror(errno)));
   }
+  if (WIFSIGNALED(wstatus))
+    return absl::InternalError(absl::StrCat("checkpoint writer process killed by signal ", WTERMSIG(wstatus), " (",
+                                            strsignal(WTERMSIG(wstatus)), ")"));
   if (!(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
     return absl::InternalError(absl::StrCat("checkpoint writer process failed (wait status ", wstatus, ")"));
   return absl::OkStatus();
@@ -222,6 +231,7 @@ absl::Status ReadChild(const ForkedCapture& c, uint64_t epoch, AppendableFile* f
   }
   close(c.read_fd);
   absl::Status reaped = ReapChild(c.pid, /*kill_first=*/!s.ok());
+  if (c.on_reaped) c.on_reaped();
   if (s.ok()) s = reaped;
   if (s.ok()) s = CheckStreamHeader(head, *length, epoch);
   return s;
@@ -486,6 +496,7 @@ absl::StatusOr<std::string> ReceiveCapture(const ForkedCapture& capture, const C
   } else {
     close(capture.read_fd);
     (void)ReapChild(capture.pid, /*kill_first=*/true);
+    if (capture.on_reaped) capture.on_reaped();
   }
   if (s.ok()) s = AppendClientState(file.get(), options, epoch, &crc, &length);
   if (s.ok()) {

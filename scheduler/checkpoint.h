@@ -132,7 +132,7 @@ bool WriteCheckpointContent(int fd, const CheckpointMeta& meta, const std::vecto
                             const CaptureBuffers& buffers);
 
 // A running capture child, and how ReceiveCapture treats it (the caller
-// may set the last three before calling it).
+// may set the last four before calling it).
 struct ForkedCapture {
   pid_t pid = -1;
   int read_fd = -1;
@@ -142,6 +142,9 @@ struct ForkedCapture {
   // DeadlineExceeded / Cancelled.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::function<bool()> cancelled;
+  // Called once, right after the child is reaped (before the client state
+  // and the fsync), if set: the engine lets reclamation free again then.
+  std::function<void()> on_reaped;
 };
 // Forks a child that streams the stores into a pipe and exits. The caller
 // may let writers run again as soon as this returns. test_child_stall: see
