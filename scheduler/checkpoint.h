@@ -74,6 +74,10 @@ struct CheckpointOptions {
   std::string dir;           // empty: no checkpoints
   FileSystem* fs = nullptr;  // PosixFileSystem() if null
   uint32_t keep = 2;         // checkpoints kept (the log is cut behind the oldest)
+  // A cluster: at most this many checkpoints newer than the newest one every
+  // node holds are kept (a peer that never publishes must not fill the
+  // disk); the oldest beyond are pruned and logged (CheckpointAgreement).
+  uint32_t max_uncommon = 8;
   uint64_t max_bytes = 64ull << 30;  // a larger file is refused unread
   // Crash points (tests): "ckpt_written" (temp file written, not synced),
   // "ckpt_synced" (temp synced, not renamed), "ckpt_renamed" (renamed, the

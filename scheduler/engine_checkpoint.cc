@@ -257,7 +257,16 @@ absl::StatusOr<std::vector<uint64_t>> Engine::PruneAndCutLocked(const Checkpoint
   // older fallbacks; the log is needed only after the oldest kept anchor,
   // and is cut only once keep anchors exist, so that a damaged newest one
   // always has an older one (or the log from epoch 1) to fall back to.
-  const CheckpointPlan plan = agreement_.Plan(*listed, co.keep);
+  const CheckpointPlan plan = agreement_.Plan(*listed, co.keep, co.max_uncommon);
+  if (!plan.dropped_uncommon.empty()) {
+    std::string who = plan.behind.empty() ? std::string("their checkpoint epochs never coincide with this node's")
+                                          : absl::StrCat("node(s) ", absl::StrJoin(plan.behind, ","),
+                                                         " published none of them (no checkpoints there?)");
+    LOG(ERROR) << "pruning checkpoint(s) of epochs " << absl::StrJoin(plan.dropped_uncommon, ",")
+               << " that no other node confirmed (more than " << co.max_uncommon << " after the newest common one, "
+               << anchor << "): " << who << "; the input log is not cut past epoch " << anchor
+               << " until every node publishes a checkpoint of the same epoch";
+  }
   auto kept = PruneCheckpoints(co, plan.keep, [this](std::string_view name) {
     std::lock_guard<std::mutex> l(inflight_mu_);
     return inflight_tmp_.contains(std::string(name));
