@@ -1,10 +1,11 @@
 // The capture mechanics of a checkpoint (docs/DURABILITY.md, review
-// findings 4-7, 19): the forked child keeps no fd but its pipe, dumps no core,
-// dies with its parent and calls no operator new; the parent kills and
-// reaps a child that is stuck (deadline) or cancelled and removes its temp
-// file; a fault signal kills the child despite a handler of the parent's; a failed waitpid and a stream shorter than a header are errors;
-// temp names are unique per attempt, an existing one is never reused or
-// removed, and pruning spares the temp files of attempts in flight.
+// findings 4-7, 19): the forked child keeps no fd but its pipe, dumps no
+// core, dies with its parent, calls no operator new and dies of a fault
+// signal despite a handler of the parent's; the parent kills and reaps a
+// child that is stuck (deadline) or cancelled and removes its temp file; a
+// failed waitpid and a stream shorter than a header are errors; temp names
+// are unique per attempt, an existing one is never reused or removed, and
+// pruning spares the temp files of attempts in flight.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>

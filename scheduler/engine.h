@@ -172,11 +172,14 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // asked for the same epoch captures the same cut. FailedPrecondition
   // without the input log and checkpoint dir, or if a partition already
   // merged past `epoch` or a checkpoint of `epoch` or later was captured
-  // already (ask for a later one); DeadlineExceeded after timeout (waiting
-  // for the boundary, for the capture child: `timeout` after the fork, it
-  // is killed); Cancelled when *cancel turns true or Stop() runs (a capture
-  // child is killed and reaped; Stop waits for that). Thread-safe: captures
-  // one at a time, writes may overlap (each into a temp file of its own).
+  // already (ask for a later one); DeadlineExceeded once `timeout` from
+  // the call has passed, whichever wait it is in (the boundary, the
+  // capture child, which is killed, the results, the durability);
+  // Cancelled when *cancel turns true or Stop() runs (a capture child is
+  // killed and reaped; Stop waits for every call to return; later calls
+  // are refused). Thread-safe: several may wait for their boundaries at
+  // once, captures (forks) one at a time, writes may overlap (each into a
+  // temp file of its own).
   // In a cluster the checkpoints kept and the cut follow the agreement with
   // the peers (scheduler/checkpoint_agreement.h): every node keeps one that
   // every node holds.
@@ -225,7 +228,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // `epoch`; DeadlineExceeded after timeout; Cancelled when *cancel turns
   // true. With the input log, it also waits (after the hold) until every
   // epoch below `epoch` is durable on every node, like any reply;
-  // Unavailable if the log failed. Thread-safe; one call at a time.
+  // Unavailable if the log failed. Thread-safe.
   absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> SnapshotDigests(
       uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr);
   // With the input log: waits until every epoch below `epoch` is durable on
