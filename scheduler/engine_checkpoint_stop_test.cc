@@ -220,7 +220,6 @@ TEST(EngineCheckpointCapture, FreesAreReleasedOnceTheChildIsReaped) {
 TEST(EngineCheckpointCapture, AFailedPruneIsRetried) {
   World w;
   auto e = w.Start(milliseconds(0), 300, [](EngineOptions* o) { o->log.segment_bytes = 4 << 10; });
-  std::vector<uint64_t> epochs;
   for (int i = 0; i < 3; ++i) {
     if (i == 2) w.fs.FailNextRemove();  // the prune after the third drops the first
     auto c = e->Checkpoint(e->open_epoch() + 20, std::chrono::seconds(30));
@@ -229,7 +228,6 @@ TEST(EngineCheckpointCapture, AFailedPruneIsRetried) {
     } else {
       EXPECT_FALSE(c.ok()) << "the prune failed";
     }
-    epochs.push_back(e->open_epoch());
     std::this_thread::sleep_for(milliseconds(150));  // log segments between the checkpoints
   }
   auto listed = ListCheckpoints({.dir = kCkptDir, .fs = &w.fs});
