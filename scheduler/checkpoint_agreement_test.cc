@@ -88,7 +88,9 @@ TEST(CheckpointAgreement, FallbacksAreCommonWhenTheNodesSawDifferentAnchors) {
     n0.OnPublished(e);
     n1.OnPublished(e);
     EXPECT_TRUE(n0.OnPeerCheckpoint(1, e));
-    if (e != 20) EXPECT_TRUE(n1.OnPeerCheckpoint(0, e));  // 20 not seen by node 1
+    if (e != 20) {  // 20 not seen by node 1
+      EXPECT_TRUE(n1.OnPeerCheckpoint(0, e));
+    }
   }
   EXPECT_EQ(n0.anchor(), 30u);
   EXPECT_EQ(n1.anchor(), 30u);
