@@ -63,8 +63,8 @@ DEFINE_uint64(log_segment_kb, 64 << 10,
 DEFINE_bool(replay_other_build, false,
             "Replay an input log written by another build of detdb (records carry a build id: a hash of the "
             "sources that decide what a txn does). Its procedures may differ, so replayed txns may give other "
-            "results than the ones acknowledged; take a checkpoint afterwards (detdb-ctl checkpoint, twice) "
-            "so the old build's log is cut");
+            "results than the ones acknowledged; then take two checkpoints (detdb-ctl checkpoint, twice, also "
+            "in a cluster): once every node holds both, each cuts its log behind the first");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "

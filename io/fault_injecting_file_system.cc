@@ -187,6 +187,10 @@ absl::Status FaultInjectingFileSystem::Rename(const std::string& from, const std
 
 absl::Status FaultInjectingFileSystem::Remove(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
+  if (fail_next_remove_ && files_.count(path)) {
+    fail_next_remove_ = false;
+    return Errno(EIO, "unlink", path);
+  }
   if (files_.erase(path) == 0) return Errno(ENOENT, "unlink", path);
   return absl::OkStatus();
 }
@@ -292,9 +296,15 @@ void FaultInjectingFileSystem::SetSpaceLimit(uint64_t bytes) {
   space_limit_ = bytes;
 }
 
+void FaultInjectingFileSystem::FailNextRemove() {
+  std::lock_guard<std::mutex> l(mu_);
+  fail_next_remove_ = true;
+}
+
 void FaultInjectingFileSystem::ClearFaults() {
   std::lock_guard<std::mutex> l(mu_);
   fail_next_sync_ = false;
+  fail_next_remove_ = false;
   fail_after_ = -1;
   space_limit_ = 0;
 }

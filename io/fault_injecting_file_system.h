@@ -72,6 +72,8 @@ class FaultInjectingFileSystem final : public FileSystem {
   void FailNextSync();
   // After n more successful Syncs, every Sync fails until ClearFaults().
   void FailSyncAfter(int64_t n);
+  // The next Remove fails with EIO (the file stays).
+  void FailNextRemove();
   // 0: no limit.
   void SetSpaceLimit(uint64_t bytes);
   void ClearFaults();
@@ -98,6 +100,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   std::set<std::string> dirs_;
   uint64_t generation_ = 0;  // bumped by each crash
   bool fail_next_sync_ = false;
+  bool fail_next_remove_ = false;
   int64_t fail_after_ = -1;  // successes left before Sync fails for good; -1: off
   uint64_t space_limit_ = 0;
   int64_t syncs_ = 0;

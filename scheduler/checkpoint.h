@@ -74,6 +74,10 @@ struct CheckpointOptions {
   std::string dir;           // empty: no checkpoints
   FileSystem* fs = nullptr;  // PosixFileSystem() if null
   uint32_t keep = 2;         // checkpoints kept (the log is cut behind the oldest)
+  // A cluster: at most this many checkpoints newer than the newest one every
+  // node holds are kept (a peer that never publishes must not fill the
+  // disk); the oldest beyond are pruned and logged (CheckpointAgreement).
+  uint32_t max_uncommon = 8;
   uint64_t max_bytes = 64ull << 30;  // a larger file is refused unread
   // Crash points (tests): "ckpt_written" (temp file written, not synced),
   // "ckpt_synced" (temp synced, not renamed), "ckpt_renamed" (renamed, the
@@ -132,7 +136,7 @@ bool WriteCheckpointContent(int fd, const CheckpointMeta& meta, const std::vecto
                             const CaptureBuffers& buffers);
 
 // A running capture child, and how ReceiveCapture treats it (the caller
-// may set the last three before calling it).
+// may set the last four before calling it).
 struct ForkedCapture {
   pid_t pid = -1;
   int read_fd = -1;
@@ -142,6 +146,9 @@ struct ForkedCapture {
   // DeadlineExceeded / Cancelled.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::function<bool()> cancelled;
+  // Called once, right after the child is reaped (before the client state
+  // and the fsync), if set: the engine lets reclamation free again then.
+  std::function<void()> on_reaped;
 };
 // Forks a child that streams the stores into a pipe and exits. The caller
 // may let writers run again as soon as this returns. test_child_stall: see

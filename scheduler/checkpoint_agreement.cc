@@ -86,31 +86,54 @@ uint64_t CheckpointAgreement::anchor() const {
   return anchors_.empty() ? 0 : anchors_.back();
 }
 
-CheckpointPlan CheckpointAgreement::Plan(const std::vector<uint64_t>& listed, uint32_t keep) const {
+CheckpointPlan CheckpointAgreement::Plan(const std::vector<uint64_t>& listed, uint32_t keep,
+                                         uint32_t max_uncommon) const {
   keep = std::max<uint32_t>(keep, 1);
   std::vector<uint64_t> on_disk = listed;
   std::sort(on_disk.begin(), on_disk.end());
   on_disk.erase(std::unique(on_disk.begin(), on_disk.end()), on_disk.end());
-  std::vector<uint64_t> anchors;
+  std::vector<uint64_t> anchors, reported;
   {
     std::lock_guard<std::mutex> l(mu_);
     anchors = anchors_;
+    reported = reported_;
   }
   CheckpointPlan plan;
   plan.keep = on_disk;  // unless the anchors say otherwise: keep all, cut nothing
   auto held = [&](uint64_t e) { return std::binary_search(on_disk.begin(), on_disk.end(), e); };
-  if (anchors.empty() || !held(anchors.back())) return plan;
-  const uint64_t anchor = anchors.back();
-  // The anchor and up to keep-1 earlier anchors still on disk (fallbacks).
-  std::vector<uint64_t> kept_anchors{anchor};
-  for (auto it = anchors.rbegin() + 1; it != anchors.rend() && kept_anchors.size() < keep; ++it)
-    if (held(*it)) kept_anchors.push_back(*it);
-  if (kept_anchors.size() < keep) return plan;
-  plan.keep.clear();
-  for (uint64_t e : on_disk)
-    if (e >= anchor || std::find(kept_anchors.begin(), kept_anchors.end(), e) != kept_anchors.end())
-      plan.keep.push_back(e);
-  plan.cut_before = kept_anchors.back();
+  const uint64_t anchor = anchors.empty() ? 0 : anchors.back();
+  if (anchor > 0 && held(anchor)) {
+    // The anchor and up to keep-1 earlier anchors still on disk (fallbacks).
+    std::vector<uint64_t> kept_anchors{anchor};
+    for (auto it = anchors.rbegin() + 1; it != anchors.rend() && kept_anchors.size() < keep; ++it)
+      if (held(*it)) kept_anchors.push_back(*it);
+    if (kept_anchors.size() >= keep) {
+      // Everything from the oldest kept anchor on (finding 16).
+      plan.keep.clear();
+      for (uint64_t e : on_disk)
+        if (e >= kept_anchors.back()) plan.keep.push_back(e);
+      plan.cut_before = kept_anchors.back();
+    }
+  }
+  // At most max_uncommon not (yet) common ones after the anchor (finding 15).
+  if (num_nodes_ > 1 && max_uncommon > 0) {
+    size_t uncommon = 0;
+    for (uint64_t e : plan.keep) uncommon += e > anchor ? 1 : 0;
+    size_t excess = uncommon > max_uncommon ? uncommon - max_uncommon : 0;
+    std::vector<uint64_t> kept;
+    for (uint64_t e : plan.keep) {
+      if (excess > 0 && e > anchor) {
+        plan.dropped_uncommon.push_back(e);
+        --excess;
+      } else {
+        kept.push_back(e);
+      }
+    }
+    plan.keep = std::move(kept);
+    if (!plan.dropped_uncommon.empty())
+      for (uint32_t n = 0; n < num_nodes_; ++n)
+        if (n != self_ && reported[n] < plan.dropped_uncommon.back()) plan.behind.push_back(n);
+  }
   return plan;
 }
 

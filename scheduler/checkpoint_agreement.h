@@ -11,9 +11,20 @@
 // keeps all its checkpoints at or after its anchor, so the largest anchor
 // of any node is held by every node (each keeps everything at or after its
 // own, smaller or equal, anchor); a restart starts at or after it.
-// Plan(): keep every checkpoint >= the anchor and the keep-1 anchors before
-// it (older fallbacks); cut the log behind the oldest of those, and only
-// once keep anchors are on disk. Until then nothing is pruned or cut.
+// Plan(): keep every checkpoint from the oldest of the anchor and the keep-1
+// anchors before it (older fallbacks) on, not only the anchors: the
+// anchors seen differ between nodes (one may miss a peer's report), the
+// range between them is what every node keeps (finding 16). The log is cut
+// behind the oldest kept anchor, and only once keep anchors are on disk.
+// Until then nothing is pruned or cut.
+//
+// A peer that never publishes (no periodic checkpoints, failing captures)
+// or whose epochs never coincide with ours makes no newer checkpoint
+// common: at most max_uncommon checkpoints after the anchor are kept, the
+// oldest beyond that are pruned and named in the plan with the peers
+// behind them, for a loud log (finding 15). The anchors and the log after
+// the oldest kept one are never touched by this, so a restart from the
+// anchor stays possible; the log keeps growing until the peer publishes.
 //
 // One process (num_nodes 1): every published checkpoint is common, so the
 // plan is "keep the newest `keep`, cut behind the oldest once there are
@@ -43,6 +54,11 @@ namespace detdb {
 struct CheckpointPlan {
   std::vector<uint64_t> keep;  // checkpoint epochs to keep, oldest first
   uint64_t cut_before = 0;     // cut the log behind this checkpoint (DropInputLogBefore); 0: do not cut
+  // Pruned although no peer confirmed them, beyond max_uncommon (oldest
+  // first), and the peers whose last report is below the newest of them
+  // (they published none of them nor anything later).
+  std::vector<uint64_t> dropped_uncommon;
+  std::vector<uint32_t> behind;
 };
 
 class CheckpointAgreement {
@@ -65,8 +81,9 @@ class CheckpointAgreement {
   uint64_t newest() const;  // this node's newest published / valid checkpoint (0: none)
   uint64_t anchor() const;  // the newest common epoch (0: none known)
   // What to keep of `listed` (the checkpoints on disk, any order) and where
-  // to cut the log; `keep` as CheckpointOptions::keep (at least 1).
-  CheckpointPlan Plan(const std::vector<uint64_t>& listed, uint32_t keep) const;
+  // to cut the log; `keep` as CheckpointOptions::keep (at least 1);
+  // max_uncommon as CheckpointOptions::max_uncommon (0: no cap).
+  CheckpointPlan Plan(const std::vector<uint64_t>& listed, uint32_t keep, uint32_t max_uncommon = 0) const;
 
  private:
   // Makes `epoch` the anchor if it is common and newer. REQUIRES: mu_.

@@ -1,10 +1,11 @@
 // The capture mechanics of a checkpoint (docs/DURABILITY.md, review
-// findings 4-7): the forked child keeps no fd but its pipe, dumps no core,
-// dies with its parent and calls no operator new; the parent kills and
-// reaps a child that is stuck (deadline) or cancelled and removes its temp
-// file; a failed waitpid and a stream shorter than a header are errors;
-// temp names are unique per attempt, an existing one is never reused or
-// removed, and pruning spares the temp files of attempts in flight.
+// findings 4-7, 19): the forked child keeps no fd but its pipe, dumps no
+// core, dies with its parent, calls no operator new and dies of a fault
+// signal despite a handler of the parent's; the parent kills and reaps a
+// child that is stuck (deadline) or cancelled and removes its temp file; a
+// failed waitpid and a stream shorter than a header are errors; temp names
+// are unique per attempt, an existing one is never reused or removed, and
+// pruning spares the temp files of attempts in flight.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <new>
 #include <sstream>
@@ -145,6 +147,38 @@ TEST(CheckpointCapture, TheChildKeepsOnlyItsPipeDumpsNoCoreAndIsKilledWhenCancel
   auto tmp = ReceiveCapture(*cap, Options(&fs), 3, nullptr);
   EXPECT_TRUE(absl::IsCancelled(tmp.status())) << tmp.status();
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_TRUE(Reaped(cap->pid));
+  EXPECT_TRUE(TempFiles(&fs).empty());
+}
+
+// Finding 19: the child does not inherit the parent's fault handlers (detdb
+// installs glog's, which takes locks): a fault kills it at once. Here the
+// parent's SIGSEGV handler would hang forever; the child must die of the
+// signal, not sit in the handler until the deadline kills it.
+void HangForever(int) {
+  for (;;) pause();
+}
+
+TEST(CheckpointCapture, TheChildDiesOfAFaultSignalDespiteTheParentsHandler) {
+  FaultInjectingFileSystem fs;
+  Stores s(50);
+  struct sigaction hang, old;
+  std::memset(&hang, 0, sizeof(hang));
+  hang.sa_handler = HangForever;
+  ASSERT_EQ(sigaction(SIGSEGV, &hang, &old), 0);
+  auto cap = ForkCapture(Meta(3), s.raw, milliseconds(60000));
+  ASSERT_EQ(sigaction(SIGSEGV, &old, nullptr), 0);
+  ASSERT_TRUE(cap.ok()) << cap.status();
+  for (int i = 0; i < 500 && OpenFds(cap->pid) != 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(OpenFds(cap->pid), 1) << "the child did not set itself up";
+  ASSERT_EQ(kill(cap->pid, SIGSEGV), 0);
+  const auto t0 = Clock::now();
+  cap->deadline = t0 + std::chrono::seconds(8);
+  auto got = ReceiveCapture(*cap, Options(&fs), 3, nullptr);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(4)) << "the child hung in the inherited handler";
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("killed by signal " + std::to_string(SIGSEGV)), std::string::npos)
+      << got.status();
   EXPECT_TRUE(Reaped(cap->pid));
   EXPECT_TRUE(TempFiles(&fs).empty());
 }

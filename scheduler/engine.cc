@@ -159,6 +159,7 @@ absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epo
   }
   sequencer_->Start(start_us);
   accepting_.store(true, std::memory_order_release);
+  StartReclaimer();
   return absl::OkStatus();
 }
 
@@ -166,13 +167,16 @@ absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
   if (!started_ || stopped_) return absl::OkStatus();
   stopped_ = true;
   accepting_.store(false, std::memory_order_release);
-  // Checkpoint captures end: their children are killed and reaped (within
-  // a poll interval; bounded, so a stuck capture never holds Stop).
-  checkpoint_stop_.store(true, std::memory_order_release);
+  // Checkpoints end: every wait in one also watches checkpoint_stop_, a
+  // capture child is killed and reaped (within a poll interval), so this
+  // wait is short; it has no cap, so nothing uses the stores or the log
+  // stage after it (finding 14).
   {
     std::unique_lock<std::mutex> l(inflight_mu_);
-    inflight_cv_.wait_for(l, std::chrono::seconds(10), [&] { return live_children_ == 0; });
+    checkpoint_stop_.store(true, std::memory_order_release);
+    inflight_cv_.wait(l, [&] { return active_checkpoints_ == 0 && live_children_ == 0; });
   }
+  StopReclaimer();
   sequencer_->Stop();  // sequences everything accepted so far
   // Drained: every txn answered, and released by every partition it touched
   // (a passive participant may finish after the coordinator replied).
@@ -463,10 +467,19 @@ absl::Status Engine::WaitDurable(uint64_t epoch, std::chrono::milliseconds timeo
 
 absl::Status Engine::AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds timeout,
                                      const std::atomic<bool>* cancel, const std::function<void()>& fn) {
-  std::lock_guard<std::mutex> one_at_a_time(boundary_mu_);
+  return AtEpochBoundaryUntil(
+      epoch, std::chrono::steady_clock::now() + timeout, [cancel] { return cancel != nullptr && cancel->load(); },
+      fn);
+}
+
+absl::Status Engine::AtEpochBoundaryUntil(uint64_t epoch, std::chrono::steady_clock::time_point deadline,
+                                          const std::function<bool()>& cancelled, const std::function<void()>& fn) {
+  // The holds add up (Scheduler::HoldAt): several callers wait for their
+  // boundaries at once, without a lock (findings 9, 13); only fn runs one
+  // at a time.
   std::vector<PartitionId> held;
   auto release = [&] {
-    for (PartitionId p : held) schedulers_[p]->ReleaseHold();
+    for (PartitionId p : held) schedulers_[p]->ReleaseHold(epoch);
   };
   for (PartitionId p : local_) {
     if (!schedulers_[p]->HoldAt(epoch)) {
@@ -477,15 +490,14 @@ absl::Status Engine::AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds t
     }
     held.push_back(p);
   }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     bool there = true;
     for (PartitionId p : local_)
       there = there && schedulers_[p]->merged_epoch() >= epoch && schedulers_[p]->Idle();
     if (there) break;
-    if (cancel != nullptr && cancel->load()) {
+    if (cancelled()) {
       release();
-      return absl::CancelledError("snapshot cancelled");
+      return absl::CancelledError(absl::StrCat("cancelled while waiting for the boundary of epoch ", epoch));
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       release();
@@ -493,7 +505,10 @@ absl::Status Engine::AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds t
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  fn();
+  {
+    std::lock_guard<std::mutex> one_at_a_time(boundary_mu_);
+    fn();
+  }
   release();
   return absl::OkStatus();
 }

@@ -37,6 +37,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <deque>
@@ -199,11 +200,14 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // asked for the same epoch captures the same cut. FailedPrecondition
   // without the input log and checkpoint dir, or if a partition already
   // merged past `epoch` or a checkpoint of `epoch` or later was captured
-  // already (ask for a later one); DeadlineExceeded after timeout (waiting
-  // for the boundary, for the capture child: `timeout` after the fork, it
-  // is killed); Cancelled when *cancel turns true or Stop() runs (a capture
-  // child is killed and reaped; Stop waits for that). Thread-safe: captures
-  // one at a time, writes may overlap (each into a temp file of its own).
+  // already (ask for a later one); DeadlineExceeded once `timeout` from
+  // the call has passed, whichever wait it is in (the boundary, the
+  // capture child, which is killed, the results, the durability);
+  // Cancelled when *cancel turns true or Stop() runs (a capture child is
+  // killed and reaped; Stop waits for every call to return; later calls
+  // are refused). Thread-safe: several may wait for their boundaries at
+  // once, captures (forks) one at a time, writes may overlap (each into a
+  // temp file of its own).
   // In a cluster the checkpoints kept and the cut follow the agreement with
   // the peers (scheduler/checkpoint_agreement.h): every node keeps one that
   // every node holds.
@@ -256,7 +260,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // `epoch`; DeadlineExceeded after timeout; Cancelled when *cancel turns
   // true. With the input log, it also waits (after the hold) until every
   // epoch below `epoch` is durable on every node, like any reply;
-  // Unavailable if the log failed. Thread-safe; one call at a time.
+  // Unavailable if the log failed. Thread-safe.
   absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> SnapshotDigests(
       uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr);
   // With the input log: waits until every epoch below `epoch` is durable on
@@ -267,6 +271,8 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // Runs fn with the local partitions paused at the boundary of `epoch`
   // (see SnapshotDigests): fn may read every local store; nothing writes
   // them until it returns. Same errors as SnapshotDigests.
+  // Several calls may wait at once (for the same or other epochs); their
+  // fns run one at a time.
   absl::Status AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel,
                                const std::function<void()>& fn);
 
@@ -320,7 +326,16 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void NoteUnanswered(const pb::Batch& batch);
   void NoteAnswered(TxnId id);
   absl::Status WaitAnswered(uint64_t epoch, std::chrono::steady_clock::time_point deadline,
-                            const std::atomic<bool>* cancel);
+                            const std::function<bool()>& cancelled);
+  // AtEpochBoundary with an absolute deadline and a cancel predicate.
+  absl::Status AtEpochBoundaryUntil(uint64_t epoch, std::chrono::steady_clock::time_point deadline,
+                                    const std::function<bool()>& cancelled, const std::function<void()>& fn);
+  // Cluster with checkpoints: a thread that prunes and cuts again
+  // (ReclaimCheckpoints) when a peer's report may have made a newer
+  // checkpoint common (finding 17), and retries after an I/O error.
+  void StartReclaimer();
+  void StopReclaimer();
+  void ReclaimLoop();
   void OnLogFailure(const absl::Status& s);
   // Why Submit refuses: the log's error once it failed, else Unavailable.
   absl::Status NotAccepting() const;
@@ -388,13 +403,13 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   bool log_from_start_ = true;                       // owner thread
   std::optional<LoadedCheckpoint> newest_checkpoint_;  // owner thread: read by RecoverLog, freed by Start
   std::atomic<uint64_t> restored_checkpoint_{0}, checkpoints_{0}, last_checkpoint_epoch_{0};
-  std::mutex checkpoint_mu_;  // one capture (boundary hold + fork) at a time
+  std::mutex checkpoint_mu_;  // one capture (fork) at a time; held only for it
   std::mutex publish_mu_;     // one publish (rename, prune, log cut) at a time
   // Which checkpoints every node holds (the peers' reports); keeps and cuts.
   CheckpointAgreement agreement_{options_.peers != nullptr ? options_.peers->num_nodes() : 1u,
                                  options_.peers != nullptr ? options_.peers->node_id() : 0u};
   uint64_t planned_anchor_ = 0;  // guarded by publish_mu_: agreement_.anchor() at the last prune
-  std::mutex boundary_mu_;    // one AtEpochBoundary at a time (one hold per scheduler)
+  std::mutex boundary_mu_;    // one AtEpochBoundary fn at a time (the waits run in parallel)
   uint64_t last_capture_epoch_ = 0;  // guarded by checkpoint_mu_: the newest epoch captured (or tried)
   // Captures after the fork: their temp file names (kept by the prune) and
   // the children alive (Stop kills them: checkpoint_stop_, and waits).
@@ -402,7 +417,12 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::condition_variable inflight_cv_;
   absl::flat_hash_set<std::string> inflight_tmp_;  // guarded by inflight_mu_
   uint64_t live_children_ = 0;                     // guarded by inflight_mu_
-  std::atomic<bool> checkpoint_stop_{false};
+  uint64_t active_checkpoints_ = 0;                // guarded by inflight_mu_: Checkpoint calls running
+  std::atomic<bool> checkpoint_stop_{false};       // set under inflight_mu_
+  std::mutex reclaim_mu_;
+  std::condition_variable reclaim_cv_;
+  bool reclaim_due_ = false, reclaim_stop_ = false;  // guarded by reclaim_mu_
+  std::thread reclaimer_;
   std::mutex ids_mu_;
   std::deque<std::pair<uint64_t, TxnId>> epoch_last_ids_;  // guarded by ids_mu_: (epoch, its last id)
   TxnId ids_floor_ = 0;                                     // guarded by ids_mu_: the id of earlier epochs

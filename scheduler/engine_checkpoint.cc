@@ -70,11 +70,11 @@ void Engine::NoteAnswered(TxnId id) {
 }
 
 absl::Status Engine::WaitAnswered(uint64_t epoch, std::chrono::steady_clock::time_point deadline,
-                                  const std::atomic<bool>* cancel) {
+                                  const std::function<bool()>& cancelled) {
   std::unique_lock<std::mutex> l(unanswered_mu_);
   while (!unanswered_.empty() && unanswered_.begin()->second.epoch <= epoch) {
     if (stage_->failed()) return absl::UnavailableError("the input log failed");
-    if (cancel != nullptr && cancel->load()) return absl::CancelledError("cancelled");
+    if (cancelled()) return absl::CancelledError("cancelled while waiting for results to leave");
     if (std::chrono::steady_clock::now() > deadline)
       return absl::DeadlineExceededError(absl::StrCat("results of epoch ", unanswered_.begin()->second.epoch,
                                                       " (", unanswered_.begin()->second.left,
@@ -90,14 +90,42 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
     return absl::FailedPreconditionError("checkpoints need the input log and a checkpoint directory (--data_dir)");
   if (!accepting_.load(std::memory_order_acquire))
     return absl::FailedPreconditionError("the engine is not running (starting, stopping or its log failed)");
-  // Captures one at a time; the writes and publishes of two may overlap
-  // (a slow write must not make the next periodic checkpoint miss its
-  // epoch), publishes (rename, prune, cut) one at a time.
-  std::unique_lock<std::mutex> capture_lock(checkpoint_mu_);
-  if (epoch <= last_capture_epoch_)
+  // Stop waits for every call in flight; every wait below also ends when
+  // Stop runs (finding 14).
+  {
+    std::lock_guard<std::mutex> l(inflight_mu_);
+    if (checkpoint_stop_.load(std::memory_order_acquire))
+      return absl::CancelledError(absl::StrCat("checkpoint of epoch ", epoch, ": the engine is stopping"));
+    ++active_checkpoints_;
+  }
+  struct Active {
+    Engine* e;
+    ~Active() {
+      std::lock_guard<std::mutex> l(e->inflight_mu_);
+      --e->active_checkpoints_;
+      e->inflight_cv_.notify_all();
+    }
+  } active{this};
+  // One deadline for every wait of this checkpoint (finding 21).
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto deadline = t0 + timeout;
+  const std::function<bool()> cancelled = [this, cancel] {
+    return checkpoint_stop_.load(std::memory_order_acquire) || (cancel != nullptr && cancel->load());
+  };
+  // A wait that ended because Stop runs says so.
+  auto stopping = [&](const absl::Status& s) {
+    if (s.ok() || !checkpoint_stop_.load(std::memory_order_acquire)) return s;
+    return absl::CancelledError(absl::StrCat("checkpoint of epoch ", epoch, ": the engine is stopping (", s.message(),
+                                             ")"));
+  };
+  auto already = [&] {
     return absl::FailedPreconditionError(absl::StrCat("checkpoint of epoch ", epoch, ": epoch ", last_capture_epoch_,
                                                       " was already captured here; ask for a later epoch"));
-  const auto t0 = std::chrono::steady_clock::now();
+  };
+  {
+    std::lock_guard<std::mutex> l(checkpoint_mu_);
+    if (epoch <= last_capture_epoch_) return already();
+  }
   CheckpointOptions co = checkpoint_options();
   if (co.client_state) {
     // The client state must hold every result of epochs <= epoch (recovery
@@ -105,8 +133,8 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
     // over. It may hold later ones too: their epochs are durable (a result
     // leaves only then), so replay after this checkpoint reproduces them
     // identically and they merge with what it holds.
-    co.client_state = [this, timeout, cancel, inner = co.client_state](uint64_t e) -> absl::StatusOr<std::string> {
-      if (absl::Status w = WaitAnswered(e, std::chrono::steady_clock::now() + timeout, cancel); !w.ok()) return w;
+    co.client_state = [this, deadline, cancelled, inner = co.client_state](uint64_t e) -> absl::StatusOr<std::string> {
+      if (absl::Status w = WaitAnswered(e, deadline, cancelled); !w.ok()) return w;
       return inner(e);
     };
   }
@@ -131,9 +159,17 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
   std::vector<const PartitionStore*> stores;
   for (PartitionId p : local_) stores.push_back(stores_[p].get());
   absl::StatusOr<ForkedCapture> capture = absl::UnknownError("not captured");
+  absl::Status refused;
   // Paused at the boundary only for the fork: the child keeps the state of
-  // the boundary (copy-on-write), the schedulers go on.
-  absl::Status s = AtEpochBoundary(epoch + 1, timeout, cancel, [&] {
+  // the boundary (copy-on-write), the schedulers go on. checkpoint_mu_ is
+  // held only here, not for the wait (findings 9, 13): a periodic
+  // checkpoint of an earlier epoch is not refused while an admin one waits.
+  absl::Status s = AtEpochBoundaryUntil(epoch + 1, deadline, cancelled, [&] {
+    std::lock_guard<std::mutex> capture_lock(checkpoint_mu_);
+    if (epoch <= last_capture_epoch_) {  // another call captured this epoch or a later one meanwhile
+      refused = already();
+      return;
+    }
     const auto p0 = std::chrono::steady_clock::now();
     meta.last_txn_id = options_.peers == nullptr ? LastIdThrough(epoch) : 0;
     // Which history the checkpoint belongs to: epoch's records as logged.
@@ -152,34 +188,38 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
     stats.pause_ms = MsSince(p0);
     last_capture_epoch_ = epoch;  // the schedulers pass the boundary now: no second try of this epoch
   });
-  capture_lock.unlock();
-  absl::StatusOr<std::string> tmp = absl::UnknownError("not received");
-  if (s.ok() && capture.ok()) {
-    capture->tmp_path = tmp_path;
-    capture->deadline = std::chrono::steady_clock::now() + timeout;
-    capture->cancelled = [this, cancel] {
-      return checkpoint_stop_.load(std::memory_order_acquire) || (cancel != nullptr && cancel->load());
-    };
-    tmp = ReceiveCapture(*capture, co, epoch, &stats);  // reaps the child whatever happens
-  }
-  if (in_flight.registered) {
+  if (s.ok() && !refused.ok()) return refused;
+  // The child is gone (reaped, or never forked): reclamation frees again,
+  // at once, not after the results and the fsync (finding 18).
+  bool released = false;
+  auto release_child = [&] {
+    if (!in_flight.registered || released) return;
+    released = true;
     for (PartitionId p : local_) stores_[p]->ReleaseFrees();
     std::lock_guard<std::mutex> l(inflight_mu_);
     --live_children_;
     inflight_cv_.notify_all();
+  };
+  absl::StatusOr<std::string> tmp = absl::UnknownError("not received");
+  if (s.ok() && capture.ok()) {
+    capture->tmp_path = tmp_path;
+    capture->deadline = deadline;
+    capture->cancelled = cancelled;
+    capture->on_reaped = release_child;
+    tmp = ReceiveCapture(*capture, co, epoch, &stats);  // reaps the child whatever happens
   }
-  if (!s.ok()) return s;
+  release_child();
+  if (!s.ok()) return stopping(s);
   if (!capture.ok()) return capture.status();
-  if (!tmp.ok()) return tmp.status();
+  if (!tmp.ok()) return stopping(tmp.status());
   // Published only once `epoch` is durable on every node: a restart resumes
   // at or after it, so the checkpoint is never ahead of the log.
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (stage_->watermark() < epoch) {
     if (checkpoint_stop_.load(std::memory_order_acquire)) {
       (void)co.fs->Remove(*tmp);
       return absl::CancelledError(absl::StrCat("checkpoint of epoch ", epoch, ": the engine is stopping"));
     }
-    if (stage_->failed() || std::chrono::steady_clock::now() > deadline || (cancel != nullptr && cancel->load())) {
+    if (stage_->failed() || std::chrono::steady_clock::now() > deadline || cancelled()) {
       (void)co.fs->Remove(*tmp);
       return absl::UnavailableError(absl::StrCat("checkpoint of epoch ", epoch, ": the epoch did not become durable on "
                                                  "every node (watermark ", stage_->watermark(), ")"));
@@ -207,15 +247,26 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
 
 absl::StatusOr<std::vector<uint64_t>> Engine::PruneAndCutLocked(const CheckpointOptions& co, size_t* dropped) {
   *dropped = 0;
-  // Plan from the anchor as it is now (a later rise re-plans).
-  planned_anchor_ = agreement_.anchor();
+  // Plan from the anchor as it is now (a later rise re-plans); noted as
+  // planned only once the prune and the cut both succeeded, so that an I/O
+  // error is retried (finding 20).
+  const uint64_t anchor = agreement_.anchor();
   auto listed = ListCheckpoints(co);
   if (!listed.ok()) return listed.status();
   // Keeps every checkpoint from the newest one every node holds on, plus
   // older fallbacks; the log is needed only after the oldest kept anchor,
   // and is cut only once keep anchors exist, so that a damaged newest one
   // always has an older one (or the log from epoch 1) to fall back to.
-  const CheckpointPlan plan = agreement_.Plan(*listed, co.keep);
+  const CheckpointPlan plan = agreement_.Plan(*listed, co.keep, co.max_uncommon);
+  if (!plan.dropped_uncommon.empty()) {
+    std::string who = plan.behind.empty() ? std::string("their checkpoint epochs never coincide with this node's")
+                                          : absl::StrCat("node(s) ", absl::StrJoin(plan.behind, ","),
+                                                         " published none of them (no checkpoints there?)");
+    LOG(ERROR) << "pruning checkpoint(s) of epochs " << absl::StrJoin(plan.dropped_uncommon, ",")
+               << " that no other node confirmed (more than " << co.max_uncommon << " after the newest common one, "
+               << anchor << "): " << who << "; the input log is not cut past epoch " << anchor
+               << " until every node publishes a checkpoint of the same epoch";
+  }
   auto kept = PruneCheckpoints(co, plan.keep, [this](std::string_view name) {
     std::lock_guard<std::mutex> l(inflight_mu_);
     return inflight_tmp_.contains(std::string(name));
@@ -226,6 +277,7 @@ absl::StatusOr<std::vector<uint64_t>> Engine::PruneAndCutLocked(const Checkpoint
     if (!d.ok()) return d.status();
     *dropped = *d;
   }
+  planned_anchor_ = anchor;
   return kept;
 }
 
@@ -234,12 +286,44 @@ absl::StatusOr<size_t> Engine::ReclaimCheckpoints() {
   if (!accepting_.load(std::memory_order_acquire)) return 0;
   std::lock_guard<std::mutex> publish_lock(publish_mu_);
   if (agreement_.anchor() == planned_anchor_) return 0;
+  const uint64_t before = planned_anchor_;
   size_t dropped = 0;
   auto kept = PruneAndCutLocked(checkpoint_options(), &dropped);
   if (!kept.ok()) return kept.status();
-  LOG(INFO) << "checkpoint " << planned_anchor_ << " is held by every node: kept epochs " << absl::StrJoin(*kept, ",")
-            << "; " << dropped << " log segment(s) dropped";
+  if (planned_anchor_ != before)
+    LOG(INFO) << "checkpoint " << planned_anchor_ << " is held by every node: kept epochs "
+              << absl::StrJoin(*kept, ",") << "; " << dropped << " log segment(s) dropped";
   return dropped;
+}
+
+void Engine::StartReclaimer() {
+  if (stage_ == nullptr || options_.checkpoint.dir.empty() || options_.peers == nullptr) return;
+  reclaimer_ = std::thread([this] { ReclaimLoop(); });
+}
+
+void Engine::StopReclaimer() {
+  {
+    std::lock_guard<std::mutex> l(reclaim_mu_);
+    reclaim_stop_ = true;
+  }
+  reclaim_cv_.notify_all();
+  if (reclaimer_.joinable()) reclaimer_.join();
+}
+
+void Engine::ReclaimLoop() {
+  std::unique_lock<std::mutex> l(reclaim_mu_);
+  while (!reclaim_stop_) {
+    // Woken by a peer's report; every second anyway (a retry after an I/O
+    // error: ReclaimCheckpoints is a no-op once the plan is carried out).
+    reclaim_cv_.wait_for(l, std::chrono::seconds(1), [&] { return reclaim_due_ || reclaim_stop_; });
+    if (reclaim_stop_) break;
+    reclaim_due_ = false;
+    l.unlock();
+    if (auto r = ReclaimCheckpoints(); !r.ok()) {
+      LOG_EVERY_N(WARNING, 10) << "pruning checkpoints: " << r.status();
+    }
+    l.lock();
+  }
 }
 
 absl::Status Engine::FindCheckpoints(uint64_t log_epoch) {

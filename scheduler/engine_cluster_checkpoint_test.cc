@@ -129,8 +129,9 @@ struct Cluster {
   }
   // The nodes in `who` each take a checkpoint of one epoch, asked at once
   // ~100 ms ahead (again, later, if a node had passed it already); then
-  // every node prunes and cuts as the reports allow. Returns the epoch.
-  uint64_t CheckpointTogether(const std::vector<uint32_t>& who) {
+  // every node prunes and cuts as the reports allow (reclaim: asked for
+  // here; else the engines' reclaimers do it). Returns the epoch.
+  uint64_t CheckpointTogether(const std::vector<uint32_t>& who, bool reclaim = true) {
     for (int attempt = 0; attempt < 5; ++attempt) {
       const uint64_t epoch = OpenEpoch() + 200;
       std::vector<absl::StatusOr<CheckpointStats>> out(who.size(), absl::UnknownError("not asked"));
@@ -147,7 +148,8 @@ struct Cluster {
         CHECK(s.ok()) << s.status();
       }
       if (again) continue;
-      for (auto& e : nodes) CHECK(e->ReclaimCheckpoints().ok());
+      if (reclaim)
+        for (auto& e : nodes) CHECK(e->ReclaimCheckpoints().ok());
       return epoch;
     }
     ADD_FAILURE() << "no checkpoint after 5 attempts";
@@ -276,12 +278,13 @@ TEST(ClusterCheckpoints, NodesWithDifferentCheckpointEpochsKeepACommonOneAndRest
     Feeder feed(&c, 31, 1000000);
     std::this_thread::sleep_for(milliseconds(100));
     e5 = c.CheckpointTogether({0, 1});
-    EXPECT_EQ(Listed(&fs, 0), (std::vector<uint64_t>{e5, e1})) << "e2, e3: node 0's only";
-    EXPECT_EQ(Listed(&fs, 1), (std::vector<uint64_t>{e5, e1})) << "e4: node 1's only";
+    // Everything from the oldest kept anchor (e1) on stays (finding 16).
+    EXPECT_EQ(Listed(&fs, 0), (std::vector<uint64_t>{e5, e3, e2, e1}));
+    EXPECT_EQ(Listed(&fs, 1), (std::vector<uint64_t>{e5, e4, e1}));
     e6 = c.CheckpointTogether({0, 1});
     for (uint32_t n = 0; n < kNodes; ++n) {
       EXPECT_EQ(c.nodes[n]->common_checkpoint(), e6);
-      EXPECT_EQ(Listed(&fs, n), (std::vector<uint64_t>{e6, e5}));
+      EXPECT_EQ(Listed(&fs, n), (std::vector<uint64_t>{e6, e5})) << "e2, e3 (node 0's only), e4 (node 1's only) go";
       auto first = InputLogFirstEpoch(Dir(n, "log"), &fs);
       ASSERT_TRUE(first.ok() && first->has_value());
       EXPECT_LE(**first, e5 + 1);
@@ -295,6 +298,37 @@ TEST(ClusterCheckpoints, NodesWithDifferentCheckpointEpochsKeepACommonOneAndRest
   EXPECT_EQ(c.from, e6);
   for (auto& e : c.nodes) EXPECT_EQ(e->stats().restored_checkpoint, e6);
   EXPECT_EQ(c.DigestsAfterStop(), before);
+}
+
+// Finding 17: with requested checkpoints only (no periodic loop calling
+// ReclaimCheckpoints), two checkpoints held by both nodes are enough to cut
+// both logs behind the first: the node that published the second before
+// its peer's report arrived re-plans when the report comes (the engine's
+// reclaimer), not one checkpoint later.
+TEST(ClusterCheckpoints, TwoRequestedCheckpointsCutBothLogsWithoutAPeriodicLoop) {
+  FaultInjectingFileSystem fs;
+  Cluster c(&fs);
+  ASSERT_TRUE(c.Start().ok());
+  Feeder feed(&c, 41, 0);
+  std::this_thread::sleep_for(milliseconds(100));
+  const uint64_t e1 = c.CheckpointTogether({0, 1}, /*reclaim=*/false);
+  const uint64_t e2 = c.CheckpointTogether({0, 1}, /*reclaim=*/false);
+  ASSERT_TRUE(e1 > 0 && e1 < e2);
+  for (uint32_t n = 0; n < kNodes; ++n) {
+    uint64_t first = 0;
+    for (int i = 0; i < 1000; ++i) {
+      auto f = InputLogFirstEpoch(Dir(n, "log"), &fs);
+      ASSERT_TRUE(f.ok() && f->has_value());
+      first = **f;
+      if (first > 1 && c.nodes[n]->common_checkpoint() == e2) break;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    EXPECT_EQ(c.nodes[n]->common_checkpoint(), e2) << "node " << n;
+    EXPECT_GT(first, 1u) << "node " << n << ": the log was not cut behind e1";
+    EXPECT_LE(first, e1 + 1) << "node " << n;
+    EXPECT_EQ(Listed(&fs, n), (std::vector<uint64_t>{e2, e1})) << "node " << n;
+  }
+  ASSERT_GT(feed.Finish(), 0);
 }
 
 }  // namespace

@@ -136,7 +136,15 @@ void Engine::OnPeerCheckpoint(uint32_t node, uint64_t epoch) {
   if (!agreement_.OnPeerCheckpoint(node, epoch)) {
     LOG_EVERY_N(WARNING, 100) << "node " << node << " reported checkpoint epoch " << epoch
                               << ", above its durable epoch or below its previous report: ignored";
+    return;
   }
+  // A newer checkpoint may be common now: the reclaimer prunes and cuts
+  // (not this network thread: it does file I/O).
+  {
+    std::lock_guard<std::mutex> l(reclaim_mu_);
+    reclaim_due_ = true;
+  }
+  reclaim_cv_.notify_one();
 }
 
 }  // namespace detdb

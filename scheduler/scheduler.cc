@@ -121,10 +121,10 @@ void Scheduler::SkipTo(uint64_t epoch) {
   lock_notifier_.Notify();
 }
 
-void Scheduler::ReleaseHold() {
+void Scheduler::ReleaseHold(uint64_t epoch) {
   {
     std::lock_guard<std::mutex> l(in_mu_);
-    merger_.ReleaseHold();
+    merger_.ReleaseHold(epoch);
   }
   lock_notifier_.Notify();
 }

@@ -150,9 +150,10 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   // so that once merged_epoch() == epoch and Idle(), the partition's state
   // is exactly that after every txn of the epochs below `epoch`. False (and
   // no hold) if the partition already merged part of `epoch` or later.
-  // Thread-safe; one hold at a time.
+  // Thread-safe; holds add up (the merge stops at the lowest), and each
+  // successful HoldAt(e) is undone by one ReleaseHold(e).
   bool HoldAt(uint64_t epoch);
-  void ReleaseHold();
+  void ReleaseHold(uint64_t epoch);
   // Recovery from a checkpoint of epoch - 1: the merge starts at `epoch`
   // (sub-batches of earlier epochs are dropped). REQUIRES: nothing merged
   // yet (the engine calls it before it replays the log). Thread-safe.

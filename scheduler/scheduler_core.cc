@@ -38,8 +38,13 @@ uint64_t SubBatchMerger::SkipTo(uint64_t epoch) {
 
 bool SubBatchMerger::HoldAt(uint64_t epoch) {
   if (next_ > std::make_pair(epoch, 0u)) return false;  // already merging epoch or later
-  hold_epoch_ = epoch;
+  holds_.insert(epoch);
   return true;
+}
+
+void SubBatchMerger::ReleaseHold(uint64_t epoch) {
+  auto it = holds_.find(epoch);
+  if (it != holds_.end()) holds_.erase(it);
 }
 
 PartitionCore::PartitionCore(const PartitionCoreOptions& options, std::unique_ptr<LockManager> lm,

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,9 +67,11 @@ class SubBatchMerger {
   // Whether TakeNext would give a sub-batch with txns now (a look).
   bool NextHasTxns() const;
   // Stops the merge before anything of `epoch` or later; false (no hold) if
-  // part of `epoch` or later is merged already.
+  // part of `epoch` or later is merged already. Holds add up (several
+  // callers may each wait for their own boundary): the merge stops at the
+  // lowest; ReleaseHold(epoch) removes one hold of that epoch.
   bool HoldAt(uint64_t epoch);
-  void ReleaseHold() { hold_epoch_ = UINT64_MAX; }
+  void ReleaseHold(uint64_t epoch);
   // Starts the merge at `epoch` instead (recovery from a checkpoint of
   // epoch - 1): drops sub-batches of earlier epochs and returns the number
   // of txns they held. REQUIRES: nothing merged yet, epoch >= merged_epoch().
@@ -79,12 +82,12 @@ class SubBatchMerger {
   size_t pending() const { return pending_.size(); }
 
  private:
-  bool Held() const { return next_.second == 0 && next_.first >= hold_epoch_; }
+  bool Held() const { return next_.second == 0 && !holds_.empty() && next_.first >= *holds_.begin(); }
 
   const uint32_t num_sequencers_;
   std::map<std::pair<uint64_t, uint32_t>, SubBatchRef> pending_;
   std::pair<uint64_t, uint32_t> next_;  // next (epoch, sequencer) to take
-  uint64_t hold_epoch_ = UINT64_MAX;
+  std::multiset<uint64_t> holds_;  // the epochs held at
 };
 
 // Where PartitionCore takes its sub-batches from: a SubBatchMerger, behind

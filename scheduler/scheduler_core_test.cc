@@ -62,9 +62,34 @@ TEST(SubBatchMerger, MergesInEpochSequencerOrderWaitingForAMissingOne) {
   EXPECT_TRUE(m.HoldAt(2));
   EXPECT_TRUE(m.Add(c.Ref(2, 0)));
   EXPECT_FALSE(m.TakeNext(&out));  // held at epoch 2
-  m.ReleaseHold();
+  m.ReleaseHold(2);
   EXPECT_TRUE(m.TakeNext(&out));
   EXPECT_FALSE(m.HoldAt(2));  // part of epoch 2 is merged
+}
+
+// Two callers wait for their own boundaries at once: the merge stops at the
+// lower, then, once that one is released, at the higher.
+TEST(SubBatchMerger, HoldsAddUpAndTheLowestStopsTheMerge) {
+  SubBatchMerger m(1, 1);
+  Batch a;
+  SubBatchRef out;
+  EXPECT_TRUE(m.HoldAt(3));
+  EXPECT_TRUE(m.HoldAt(2));
+  EXPECT_TRUE(m.HoldAt(2));
+  for (uint64_t e = 1; e <= 3; ++e) EXPECT_TRUE(m.Add(a.Ref(e, 0)));
+  ASSERT_TRUE(m.TakeNext(&out));
+  EXPECT_FALSE(m.TakeNext(&out));  // held at 2
+  m.ReleaseHold(2);
+  EXPECT_FALSE(m.TakeNext(&out));  // the second hold at 2
+  m.ReleaseHold(2);
+  ASSERT_TRUE(m.TakeNext(&out));
+  EXPECT_EQ(out.epoch, 2u);
+  EXPECT_FALSE(m.TakeNext(&out));  // held at 3
+  m.ReleaseHold(7);                // not held: no effect
+  EXPECT_FALSE(m.TakeNext(&out));
+  m.ReleaseHold(3);
+  ASSERT_TRUE(m.TakeNext(&out));
+  EXPECT_EQ(out.epoch, 3u);
 }
 
 TEST(PartitionCore, AdmitsInMergeOrderAndGrantsAConflictOnlyAfterRelease) {
