@@ -44,7 +44,8 @@ absl::StatusOr<std::unique_ptr<CurveAuth>> CurveAuth::Create(zmq::context_t* ctx
     a->zap_->set(zmq::sockopt::linger, 0);
     a->zap_->bind("inproc://zeromq.zap.01");
     if (zmq_socket_monitor(socket->handle(), monitor_ep.c_str(),
-                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
+                           ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
       throw zmq::error_t();
     a->monitor_ = std::make_unique<zmq::socket_t>(*ctx, zmq::socket_type::pair);
     a->monitor_->set(zmq::sockopt::linger, 0);
@@ -78,7 +79,13 @@ CurveAuthStats CurveAuth::stats() const {
   s.allowed = allowed_.load(std::memory_order_relaxed);
   s.refused_key = refused_key_.load(std::memory_order_relaxed);
   s.refused_mechanism = refused_mechanism_.load(std::memory_order_relaxed);
-  s.refused_protocol = refused_protocol_.load(std::memory_order_relaxed);
+  // libzmq reports no event for some broken handshakes (bytes that look
+  // like ZMTP 1.0 while ZAP is on): every accepted connection that neither
+  // succeeded nor failed for another reason counts as one.
+  const uint64_t accepted = accepted_.load(std::memory_order_relaxed);
+  const uint64_t explained = succeeded_.load(std::memory_order_relaxed) + failed_auth_.load(std::memory_order_relaxed) +
+                             s.refused_mechanism;
+  s.refused_protocol = accepted > explained ? accepted - explained : 0;
   return s;
 }
 
@@ -139,10 +146,16 @@ void CurveAuth::HandleMonitorEvent() {
   uint32_t value;
   std::memcpy(&id, event.data(), sizeof id);
   std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof value);
-  if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL && value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+  if (id == ZMQ_EVENT_ACCEPTED)
+    accepted_.fetch_add(1, std::memory_order_relaxed);
+  else if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+    succeeded_.fetch_add(1, std::memory_order_relaxed);
+  else if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+    failed_auth_.fetch_add(1, std::memory_order_relaxed);  // counted by reason in HandleZap
+  else if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL && value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
     Refuse(&refused_mechanism_, "mechanism", "a client without CURVE (e.g. NULL)");
   else if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
-    Refuse(&refused_protocol_, "protocol", absl::StrCat("broken handshake (event ", id, ", code 0x",
+    Refuse(&logged_protocol_, "protocol", absl::StrCat("broken handshake (event ", id, ", code 0x",
                                                         absl::Hex(value), ")"));
 }
 

@@ -44,7 +44,10 @@ struct CurveAuthStats {
   uint64_t allowed = 0;            // connections with an allowed key
   uint64_t refused_key = 0;        // CURVE with a key not allowed
   uint64_t refused_mechanism = 0;  // another mechanism (NULL, PLAIN)
-  uint64_t refused_protocol = 0;   // a broken handshake (e.g. raw TCP junk)
+  // A broken handshake (e.g. raw TCP junk): accepted connections that
+  // neither completed CURVE nor were refused for the reasons above (so it
+  // includes a handshake in progress for a moment).
+  uint64_t refused_protocol = 0;
 };
 
 class CurveAuth {
@@ -73,7 +76,10 @@ class CurveAuth {
   std::chrono::steady_clock::time_point last_log_;  // thread only
   uint64_t unlogged_ = 0;                           // thread only: refusals since the last log line
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> allowed_{0}, refused_key_{0}, refused_mechanism_{0}, refused_protocol_{0};
+  std::atomic<uint64_t> allowed_{0}, refused_key_{0}, refused_mechanism_{0};
+  // Monitor events: connections accepted, handshakes succeeded, ZAP refusals;
+  // logged_protocol_ counts the broken handshakes libzmq did report.
+  std::atomic<uint64_t> accepted_{0}, succeeded_{0}, failed_auth_{0}, logged_protocol_{0};
   std::thread thread_;
 };
 
