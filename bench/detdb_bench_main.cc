@@ -50,6 +50,9 @@ DEFINE_string(timeseries, "",
               "that second); bench/plot_timeseries.py FILE OUT.png plots it");
 DEFINE_uint32(rounds, 1, "Run the lock managers this many times, interleaved; report each one's median run");
 DEFINE_string(cluster, "", "Run against the detdb cluster of this config (deploy/local_cluster.sh up prints it)");
+DEFINE_string(curve_key_file, "",
+              "--cluster with CURVE: this client's secret-key file (mode 0600; its public key in the nodes' "
+              "allowlist; default: keys/client.key beside the config if there; docs/SECURITY.md)");
 DEFINE_uint32(clients, 1, "--cluster: client threads (each its own connections and client id)");
 DEFINE_string(data_dir, "", "micro in one process: log the input to DIR/bench-log (emptied before each run); empty: no log");
 DEFINE_string(log_sync, "fsync", "With --data_dir: fsync (one fdatasync per group of epochs) or none");
@@ -158,6 +161,12 @@ int MicroCluster() {
   }
   MicroClusterOptions o;
   o.config = *config;
+  auto keys = LoadClientKeys(FLAGS_curve_key_file, FLAGS_cluster, *config);
+  if (!keys.ok()) {
+    fprintf(stderr, "detdb-bench: %s\n", std::string(keys.status().message()).c_str());
+    return 2;
+  }
+  o.curve = *keys;
   o.workload = MicroFromFlags();  // partitions and records: the nodes'
   o.clients = FLAGS_clients;
   o.outstanding = FLAGS_outstanding;

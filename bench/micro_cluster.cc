@@ -41,7 +41,7 @@ struct Shared {
 // One closed-loop client: its own connections, client id and txn stream.
 void ClientLoop(const MicroClusterOptions& o, const MicroOptions& w, uint32_t index, uint64_t client_id,
                 uint64_t txn_quota, uint32_t outstanding, Shared* sh) {
-  auto cc = ClusterClient::Connect(o.config);
+  auto cc = ClusterClient::Connect(o.config, o.curve);
   if (!cc.ok()) return sh->Fail(cc.status());
   MicroOptions mine = w;
   mine.seed = w.seed * 1000003 + index;
@@ -139,7 +139,7 @@ absl::StatusOr<MicroClusterResult> RunMicroCluster(const MicroClusterOptions& o)
   if (o.clients == 0 || o.outstanding < o.clients)
     return absl::InvalidArgumentError("need clients >= 1 and outstanding >= clients");
   if (o.txns == 0 && !(o.duration_s > 0)) return absl::InvalidArgumentError("give --txns or a positive --duration");
-  auto cc = ClusterClient::Connect(o.config);
+  auto cc = ClusterClient::Connect(o.config, o.curve);
   if (!cc.ok()) return cc.status();
   absl::Status ready = (*cc)->WaitReady(std::chrono::seconds(10));
   if (!ready.ok()) return ready;

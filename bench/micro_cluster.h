@@ -17,12 +17,14 @@
 #include "absl/status/statusor.h"
 #include "bench/histogram.h"
 #include "workloads/micro/micro.h"
+#include "client/curve.h"
 #include "proto/cluster.pb.h"
 
 namespace detdb {
 
 struct MicroClusterOptions {
   pb::ClusterConfig config;
+  CurveKeyPair curve;              // the client's keys for a CURVE cluster (docs/SECURITY.md)
   // partitions and records_per_partition are taken from the cluster.
   MicroOptions workload;
   uint32_t clients = 1;            // client threads, each with its own connections and client id

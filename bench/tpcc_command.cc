@@ -18,6 +18,7 @@ DECLARE_bool(compare);
 DECLARE_uint32(partitions);
 DECLARE_uint32(workers);
 DECLARE_uint64(txns);
+DECLARE_string(curve_key_file);
 DECLARE_double(duration);
 DECLARE_uint32(outstanding);
 DECLARE_bool(release_on_workers);
@@ -147,6 +148,12 @@ int TpccCommand() {
       return 2;
     }
     o.cluster = *config;
+    auto keys = LoadClientKeys(FLAGS_curve_key_file, FLAGS_cluster, *config);
+    if (!keys.ok()) {
+      fprintf(stderr, "detdb-bench: %s\n", std::string(keys.status().message()).c_str());
+      return 2;
+    }
+    o.cluster_curve = *keys;
     names = {"(cluster)"};
   } else {
     auto parsed = ParseLockManagerList(FLAGS_compare ? "all" : FLAGS_lock_manager);

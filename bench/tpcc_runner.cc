@@ -363,7 +363,7 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
 }
 
 absl::StatusOr<TpccRunResult> RunOnCluster(const TpccRunOptions& o) {
-  auto cc = ClusterClient::Connect(*o.cluster);
+  auto cc = ClusterClient::Connect(*o.cluster, o.cluster_curve);
   if (!cc.ok()) return cc.status();
   absl::Status s = (*cc)->WaitReady(std::chrono::seconds(10));
   if (!s.ok()) return s;
@@ -388,7 +388,7 @@ absl::StatusOr<TpccRunResult> RunOnCluster(const TpccRunOptions& o) {
   r.warehouses = opts.scale.warehouses;
   r.partitions = i0.num_partitions();
   r.nodes = (*cc)->num_nodes();
-  auto conn = ClusterClient::Connect(*o.cluster);
+  auto conn = ClusterClient::Connect(*o.cluster, o.cluster_curve);
   if (!conn.ok()) return conn.status();
   ClusterBackend backend(std::move(*conn), i0.num_partitions());
   const GeneratorOptions g = GeneratorOptionsFor(opts);
@@ -409,7 +409,7 @@ absl::StatusOr<TpccRunResult> RunOnCluster(const TpccRunOptions& o) {
     std::vector<std::thread> threads;
     for (uint32_t n = 0; n < nodes; ++n)
       threads.emplace_back([&, n] {
-        auto c = ClusterClient::Connect(*o.cluster);
+        auto c = ClusterClient::Connect(*o.cluster, o.cluster_curve);
         replies[n] = c.ok() ? (*c)->node(n)->Check(epoch, std::chrono::seconds(120)) : c.status();
       });
     for (std::thread& t : threads) t.join();

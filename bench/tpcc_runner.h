@@ -24,6 +24,7 @@
 #include "workloads/tpcc/generator.h"
 #include "workloads/tpcc/random.h"
 #include "lockmgr/lock_manager.h"
+#include "client/curve.h"
 #include "proto/cluster.pb.h"
 #include "proto/detdb.pb.h"
 
@@ -47,6 +48,7 @@ struct TpccRunOptions {
   bool record_history = false;     // keep the batches (tests replay them)
   // A cluster instead:
   std::optional<pb::ClusterConfig> cluster;
+  CurveKeyPair cluster_curve;      // the client's keys for a CURVE cluster (docs/SECURITY.md)
   // The client:
   uint32_t outstanding = 200;
   uint64_t txns = 0;               // stop after this many committed or rolled back txns (0: duration)

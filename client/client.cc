@@ -14,7 +14,7 @@ Client::Client(const std::string& endpoint) : endpoint_(endpoint), socket_(ctx_,
 
 Client::~Client() = default;
 
-absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& endpoint) {
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& endpoint, const CurveClientKeys& curve) {
   std::unique_ptr<Client> c(new Client(endpoint));
   try {
     c->socket_.set(zmq::sockopt::linger, 0);
@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& endpo
     for (char& ch : id) ch = static_cast<char>(rd());
     id[0] = 'c';  // routing ids must not start with a zero byte
     c->socket_.set(zmq::sockopt::routing_id, id);
+    ApplyCurveClient(curve, &c->socket_);
     c->socket_.connect(endpoint);
   } catch (const zmq::error_t& e) {
     return absl::InvalidArgumentError(absl::StrCat("cannot connect to ", endpoint, ": ", e.what()));
@@ -155,15 +156,24 @@ absl::StatusOr<std::vector<pb::Batch>> Client::History(std::chrono::milliseconds
   return std::vector<pb::Batch>(reply->history().begin(), reply->history().end());
 }
 
-absl::StatusOr<std::unique_ptr<ClusterClient>> ClusterClient::Connect(const pb::ClusterConfig& config) {
+absl::StatusOr<std::unique_ptr<ClusterClient>> ClusterClient::Connect(const pb::ClusterConfig& config,
+                                                                      const CurveKeyPair& client_keys) {
+  const bool curve = config.nodes_size() > 0 && !config.nodes(0).curve_public_key().empty();
+  if (curve && client_keys.secret_key.empty())
+    return absl::FailedPreconditionError(
+        "the cluster config gives the nodes' CURVE keys: this client needs a key pair of the nodes' allowlist "
+        "(--curve_key_file; docs/SECURITY.md)");
   std::unique_ptr<ClusterClient> c(new ClusterClient());
   c->config_ = config;
+  c->curve_keys_ = client_keys;
   uint32_t max_id = 0;
   for (const auto& n : config.nodes()) max_id = std::max(max_id, n.id());
   c->nodes_.resize(max_id + 1);
   c->node_of_.resize(config.num_partitions());
   for (const auto& n : config.nodes()) {
-    auto client = Client::Connect(absl::StrCat("tcp://", n.host(), ":", n.client_port()));
+    CurveClientKeys keys;
+    if (curve) keys = CurveClientKeys{client_keys, n.curve_public_key()};
+    auto client = Client::Connect(absl::StrCat("tcp://", n.host(), ":", n.client_port()), keys);
     if (!client.ok()) return client.status();
     c->nodes_[n.id()] = std::move(*client);
     for (uint32_t p : n.partitions())

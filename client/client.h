@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/curve.h"
 #include "proto/client.pb.h"
 #include "proto/cluster.pb.h"
 #include "zmq.hpp"
@@ -36,8 +37,11 @@ namespace detdb {
 class Client {
  public:
   // endpoint: "tcp://host:port". Connecting is lazy (ZeroMQ retries), so
-  // this fails only on a malformed endpoint.
-  static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& endpoint);
+  // this fails only on a malformed endpoint. curve: the client's key pair
+  // and the node's public key for a CURVE node (docs/SECURITY.md); empty:
+  // the NULL mechanism, which a CURVE node refuses.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& endpoint,
+                                                         const CurveClientKeys& curve = {});
   ~Client();
 
   // Sends one request frame. Unavailable if the node is unreachable and the
@@ -92,14 +96,19 @@ class Client {
 
 class ClusterClient {
  public:
-  // One connection per node of config (which must be valid).
-  static absl::StatusOr<std::unique_ptr<ClusterClient>> Connect(const pb::ClusterConfig& config);
+  // One connection per node of config (which must be valid). If the
+  // config gives the nodes' curve_public_key, CURVE with client_keys (the
+  // client's key pair; FailedPrecondition if empty).
+  static absl::StatusOr<std::unique_ptr<ClusterClient>> Connect(const pb::ClusterConfig& config,
+                                                                const CurveKeyPair& client_keys = {});
 
   uint32_t num_nodes() const { return static_cast<uint32_t>(nodes_.size()); }
   Client* node(uint32_t id) { return nodes_.at(id).get(); }
   // The node serving partition p.
   uint32_t NodeOfPartition(uint32_t p) const { return node_of_.at(p); }
   const pb::ClusterConfig& config() const { return config_; }
+  // The key pair given to Connect (for more connections to the same cluster).
+  const CurveKeyPair& curve_keys() const { return curve_keys_; }
 
   // The next reply from any node: (node id, reply), or nullopt after timeout.
   absl::StatusOr<std::optional<std::pair<uint32_t, pb::ClientReply>>> Receive(std::chrono::milliseconds timeout);
@@ -110,6 +119,7 @@ class ClusterClient {
 
  private:
   pb::ClusterConfig config_;
+  CurveKeyPair curve_keys_;
   std::vector<std::unique_ptr<Client>> nodes_;  // by node id
   std::vector<uint32_t> node_of_;               // by partition
   uint32_t next_ = 0;                           // fairness of Receive

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/curve.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -61,6 +62,17 @@ absl::Status ValidateClusterConfig(const pb::ClusterConfig& c) {
   }
   for (uint32_t p = 0; p < c.num_partitions(); ++p)
     if (owner[p] == -1) return absl::InvalidArgumentError(absl::StrCat("partition ", p, " is served by no node"));
+  int with_key = 0;
+  for (const pb::NodeConfig& n : c.nodes()) {
+    if (n.curve_public_key().empty()) continue;
+    ++with_key;
+    if (absl::Status s = ValidateZ85Key(n.curve_public_key()); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("node ", n.id(), ": curve_public_key: ", s.message()));
+  }
+  if (with_key != 0 && with_key != c.nodes_size())
+    return absl::InvalidArgumentError(
+        absl::StrCat(with_key, " of ", c.nodes_size(), " nodes have a curve_public_key: give every node one (CURVE) "
+                     "or none (insecure)"));
   return absl::OkStatus();
 }
 

@@ -2,7 +2,8 @@
 // A config is valid when it names at least one node; node ids are unique and
 // below 64; every node has a host, ports in 1..65535 and at least one
 // partition; no two endpoints (host, port) coincide; and every partition
-// 0 .. num_partitions - 1 is served by exactly one node.
+// 0 .. num_partitions - 1 is served by exactly one node; either every node
+// has a valid curve_public_key (Z85) or none has.
 //
 // Thread-safety: pure functions.
 #ifndef DETDB_CLIENT_CLUSTER_CONFIG_H_

@@ -52,6 +52,11 @@ absl::StatusOr<std::unique_ptr<ClientEndpoint>> ClientEndpoint::Create(const Cli
     // Hard cap: ZeroMQ disconnects a client that sends more (4x the limit,
     // so that frames just above the limit still get a clear error).
     e->router_->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(4 * options.max_request_bytes));
+    if (options.curve.has_value()) {  // the ZAP handler before any bind
+      auto auth = CurveAuth::Create(&e->ctx_, e->router_.get(), *options.curve);
+      if (!auth.ok()) return auth.status();
+      e->auth_ = std::move(*auth);
+    }
     e->router_->bind(options.bind);
   } catch (const zmq::error_t& err) {
     return absl::UnavailableError(absl::StrCat("client port ", options.bind, ": ", err.what()));
@@ -99,6 +104,7 @@ void ClientEndpoint::Stop() {
   if (admin_thread_.joinable()) admin_thread_.join();
   if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
   router_.reset();
+  if (auth_ != nullptr) auth_->Stop();
 }
 
 ClientEndpointStats ClientEndpoint::stats() const {

@@ -37,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -44,6 +45,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "deploy/curve_auth.h"
 #include "proto/client.pb.h"
 #include "scheduler/engine.h"
 #include "zmq.hpp"
@@ -61,6 +63,9 @@ struct ClientEndpointOptions {
   std::chrono::microseconds reply_batch{1000};
   // Results remembered per client id for retries (exactly once).
   size_t outcomes_per_client = 4096;
+  // CURVE (docs/SECURITY.md): the node's key pair and the client keys
+  // allowed (CurveAuth, installed before the bind). Unset: insecure.
+  std::optional<CurveServerOptions> curve;
 };
 
 struct ClientEndpointStats {
@@ -100,6 +105,8 @@ class ClientEndpoint final : public TxnClient {
   absl::Status RestoreOutcomes(std::string_view bytes);
 
   ClientEndpointStats stats() const;
+  // Connections refused at the client port (all zero without CURVE).
+  CurveAuthStats curve_stats() const { return auth_ == nullptr ? CurveAuthStats{} : auth_->stats(); }
 
   // The first step of every request frame: InvalidArgument (the client's
   // error) for a payload larger than max_bytes, refused unparsed, or one
@@ -161,6 +168,7 @@ class ClientEndpoint final : public TxnClient {
   std::function<pb::NodeInfo()> info_;
   std::function<void(pb::ClientReply*)> check_;
   zmq::context_t ctx_{1};
+  std::unique_ptr<CurveAuth> auth_;        // with options.curve; stopped after router_ closes
   std::unique_ptr<zmq::socket_t> router_;  // endpoint thread only (after Start)
   int wake_fd_ = -1;                       // eventfd: results or replies queued
 

@@ -61,7 +61,7 @@ absl::StatusOr<ClusterDigests> TakeDigests(ClusterClient* c, std::chrono::millis
   const pb::ClusterConfig config = c->config();
   for (uint32_t i = 0; i < n; ++i)
     threads.emplace_back([&, i] {
-      auto own = ClusterClient::Connect(config);
+      auto own = ClusterClient::Connect(config, c->curve_keys());
       digests[i] = own.ok() ? (*own)->node(i)->Digests(epoch, digest_timeout) : own.status();
     });
   for (std::thread& t : threads) t.join();

@@ -30,6 +30,8 @@ DEFINE_string(config, "", "Cluster config (protobuf text); required");
 DEFINE_string(exec, "", "Commands to run (separated by ';') instead of reading them");
 DEFINE_string(format, "table", "Output: table (aligned columns) or json (one object per command per line)");
 DEFINE_uint32(timeout_ms, 5000, "Give up on a node that does not answer within this time");
+DEFINE_string(curve_key_file, "",
+              "A CURVE cluster: this client's secret-key file (mode 0600; its public key in the nodes' allowlist; default: keys/client.key beside the config if there)");
 DEFINE_string(history_file, "", "Interactive history (default: $HOME/.detdb_cli_history; 'none' keeps none)");
 
 namespace {
@@ -93,6 +95,12 @@ int main(int argc, char** argv) {
   }
   detdb::KvClientOptions ko;
   ko.timeout = std::chrono::milliseconds(FLAGS_timeout_ms);
+  auto keys = detdb::LoadClientKeys(FLAGS_curve_key_file, FLAGS_config, *config);
+  if (!keys.ok()) {
+    fprintf(stderr, "detdb-cli: %s\n", std::string(keys.status().message()).c_str());
+    return 2;
+  }
+  ko.curve = *keys;
   auto kv = detdb::KvClient::Connect(*config, ko);
   if (!kv.ok()) {
     fprintf(stderr, "detdb-cli: %s\n", std::string(kv.status().message()).c_str());

@@ -3,6 +3,8 @@
 //   detdb-ctl --config=cluster.pbtxt info                 one line per node
 //   detdb-ctl --config=cluster.pbtxt wait_ready [--timeout_s=60]
 //   detdb-ctl --config=cluster.pbtxt digest               per-partition state digests at one epoch boundary
+//   detdb-ctl keygen PREFIX                               a CURVE key pair: PREFIX.key (secret, mode 0600)
+//                                                         and PREFIX.pub (docs/SECURITY.md)
 //   detdb-ctl --config=cluster.pbtxt checkpoint           a checkpoint on every node at one epoch boundary
 //                                                         (nodes need --data_dir)
 //
@@ -20,6 +22,9 @@
 
 DEFINE_string(config, "", "Cluster config (protobuf text); required");
 DEFINE_uint32(timeout_s, 60, "wait_ready: give up after this many seconds");
+DEFINE_string(curve_key_file, "",
+              "A CURVE cluster: this client's secret-key file (mode 0600; its public key in the nodes' allowlist, or "
+              "a node's own key; default: keys/client.key beside the config if there)");
 
 namespace {
 
@@ -43,6 +48,17 @@ int Info(detdb::ClusterClient* c) {
            static_cast<unsigned long>(info.committed()), static_cast<unsigned long>(info.aborted()),
            static_cast<unsigned long>(info.bad_frames()), static_cast<unsigned long>(info.duplicates()),
            static_cast<unsigned long>(info.lost_replies()), static_cast<unsigned long>(info.peer_dropped()));
+    if (info.curve())
+      printf("node %u  CURVE on; refused at the peer port: key %lu mechanism %lu protocol %lu; at the client port: "
+             "key %lu mechanism %lu protocol %lu\n",
+             s.node, static_cast<unsigned long>(info.peer_refused_key()),
+             static_cast<unsigned long>(info.peer_refused_mechanism()),
+             static_cast<unsigned long>(info.peer_refused_protocol()),
+             static_cast<unsigned long>(info.client_refused_key()),
+             static_cast<unsigned long>(info.client_refused_mechanism()),
+             static_cast<unsigned long>(info.client_refused_protocol()));
+    else
+      printf("node %u  INSECURE (CURVE off)\n", s.node);
     if (info.checkpoints() > 0 || info.restored_checkpoint() > 0)
       printf("node %u  checkpoints: loaded at start %lu, taken %lu, last epoch %lu\n", s.node,
              static_cast<unsigned long>(info.restored_checkpoint()), static_cast<unsigned long>(info.checkpoints()),
@@ -73,7 +89,7 @@ int Checkpoint(detdb::ClusterClient* c) {
   std::vector<std::thread> threads;
   for (uint32_t i = 0; i < n; ++i)
     threads.emplace_back([&, i] {
-      auto own = detdb::ClusterClient::Connect(c->config());
+      auto own = detdb::ClusterClient::Connect(c->config(), c->curve_keys());
       out[i] = own.ok() ? (*own)->node(i)->Checkpoint(*epoch, std::chrono::seconds(60)) : own.status();
     });
   for (std::thread& t : threads) t.join();
@@ -108,8 +124,19 @@ int Digest(detdb::ClusterClient* c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("detdb-ctl --config=<cluster.pbtxt> info|wait_ready|digest|checkpoint");
+  gflags::SetUsageMessage(
+      "detdb-ctl --config=<cluster.pbtxt> [--curve_key_file=F] info|wait_ready|digest|checkpoint\n"
+      "detdb-ctl keygen PREFIX");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (argc == 3 && std::string(argv[1]) == "keygen") {
+    auto kp = detdb::WriteCurveKeyPair(argv[2]);
+    if (!kp.ok()) {
+      fprintf(stderr, "detdb-ctl keygen: %s\n", std::string(kp.status().message()).c_str());
+      return 1;
+    }
+    printf("%s\n", kp->public_key.c_str());
+    return 0;
+  }
   if (FLAGS_config.empty() || argc != 2) {
     fprintf(stderr, "%s\n", gflags::ProgramUsage());
     return 2;
@@ -119,7 +146,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "detdb-ctl: %s: %s\n", FLAGS_config.c_str(), std::string(config.status().message()).c_str());
     return 2;
   }
-  auto c = detdb::ClusterClient::Connect(*config);
+  auto keys = detdb::LoadClientKeys(FLAGS_curve_key_file, FLAGS_config, *config);
+  if (!keys.ok()) {
+    fprintf(stderr, "detdb-ctl: %s\n", std::string(keys.status().message()).c_str());
+    return 2;
+  }
+  auto c = detdb::ClusterClient::Connect(*config, *keys);
   if (!c.ok()) {
     fprintf(stderr, "detdb-ctl: %s\n", std::string(c.status().message()).c_str());
     return 2;

@@ -65,6 +65,14 @@ DEFINE_bool(replay_other_build, false,
             "sources that decide what a txn does). Its procedures may differ, so replayed txns may give other "
             "results than the ones acknowledged; then take two checkpoints (detdb-ctl checkpoint, twice, also "
             "in a cluster): once every node holds both, each cuts its log behind the first");
+DEFINE_string(curve_secret_key_file, "",
+              "CURVE (when the config gives the nodes' curve_public_key): this node's secret key, Z85, mode 0600 "
+              "(detdb-ctl keygen; docs/SECURITY.md)");
+DEFINE_string(curve_allowlist_file, "",
+              "CURVE: client public keys allowed at the client port, one per line, mode 0600 (the nodes' keys are "
+              "always allowed)");
+DEFINE_bool(allow_insecure_nonloopback, false,
+            "Allow binding a host beyond loopback without CURVE (anyone who reaches the ports can talk to the node)");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
@@ -121,6 +129,9 @@ int main(int argc, char** argv) {
   o.max_request_bytes = FLAGS_max_request_bytes;
   o.handshake_timeout = std::chrono::seconds(FLAGS_handshake_timeout_s);
   o.data_dir = FLAGS_data_dir;
+  o.curve_secret_key_file = FLAGS_curve_secret_key_file;
+  o.curve_allowlist_file = FLAGS_curve_allowlist_file;
+  o.allow_insecure_nonloopback = FLAGS_allow_insecure_nonloopback;
   if (FLAGS_checkpoint_interval_s > 0 && FLAGS_data_dir.empty()) {
     fprintf(stderr, "detdb: --checkpoint_interval_s needs --data_dir\n");
     return 2;

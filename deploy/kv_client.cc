@@ -9,7 +9,7 @@ namespace detdb {
 
 absl::StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const pb::ClusterConfig& config,
                                                             const KvClientOptions& options) {
-  auto cc = ClusterClient::Connect(config);
+  auto cc = ClusterClient::Connect(config, options.curve);
   if (!cc.ok()) return cc.status();
   uint64_t id = options.client_id;
   if (id == 0) {

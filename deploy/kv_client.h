@@ -34,6 +34,7 @@ namespace detdb {
 struct KvClientOptions {
   std::chrono::milliseconds timeout{5000};  // per call
   uint64_t client_id = 0;                   // 0: a random one
+  CurveKeyPair curve;                       // this client's keys, for a CURVE cluster (docs/SECURITY.md)
 };
 
 class KvClient {

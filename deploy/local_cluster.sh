@@ -2,7 +2,7 @@
 # Runs a detdb cluster of N nodes on this machine, for trying cluster mode by
 # hand and for tests that need real processes talking over real sockets.
 #
-#   deploy/local_cluster.sh up N [--partitions_per_node=K] [--netns] [--dir=DIR] [-- detdb flags...]
+#   deploy/local_cluster.sh up N [--partitions_per_node=K] [--netns] [--insecure] [--dir=DIR] [-- detdb flags...]
 #   deploy/local_cluster.sh down   [--dir=DIR]
 #   deploy/local_cluster.sh status [--dir=DIR]
 #   deploy/local_cluster.sh logs [-f] [I] [--dir=DIR]
@@ -25,6 +25,13 @@
 # If a node does not come up, it prints the end of every log, stops what it
 # started and exits 1. `down` stops only the processes `up` recorded (SIGTERM,
 # then SIGKILL after 10 s) and is safe to run twice.
+#
+# CURVE (docs/SECURITY.md) is on by default: `up` writes a key pair per node
+# and one for clients into DIR/keys (detdb-ctl keygen; secret keys and the
+# allowlist mode 0600), puts the nodes' public keys in the config and starts
+# every node with its secret key and the allowlist. detdb-ctl, detdb-cli and
+# detdb-bench find DIR/keys/client.key beside the config by themselves.
+# --insecure turns CURVE off (e.g. for benchmarks; the nodes log it).
 #
 # --netns (root only) is for tests that cut the links between "hosts": node i
 # runs in network namespace detdb-n<i> with address 10.77.0.<i+1>/24 on a
@@ -70,10 +77,11 @@ usage() {
   cat <<EOF
 usage: $PROG COMMAND [options]
 
-  up N [--partitions_per_node=K] [--netns] [--dir=DIR] [-- extra detdb flags...]
+  up N [--partitions_per_node=K] [--netns] [--insecure] [--dir=DIR] [-- extra detdb flags...]
         build if needed, write DIR/cluster.pbtxt for N nodes (K partitions each,
         default 1), start them, wait until all are ready; prints the config's
         absolute path last. Refuses while a cluster of DIR still runs.
+        CURVE on (keys in DIR/keys) unless --insecure (docs/SECURITY.md).
   down [--dir=DIR]
         stop the nodes this script started (SIGTERM, SIGKILL after ${STOP_TIMEOUT_S} s),
         delete the network namespaces of an --netns cluster. Idempotent.
@@ -113,6 +121,7 @@ ARGS=()
 EXTRA=()
 DIR="${DETDB_CLUSTER_DIR:-/tmp/detdb-cluster-${USER:-$(id -un)}}"
 NETNS=0
+INSECURE=0
 FOLLOW=0
 PPN=1
 PPN_GIVEN=0
@@ -126,6 +135,7 @@ parse_args() {
       --partitions_per_node=*) PPN="${1#--partitions_per_node=}"; PPN_GIVEN=1 ;;
       --partitions_per_node) [ $# -ge 2 ] || die "--partitions_per_node needs a value"; PPN="$2"; PPN_GIVEN=1; shift ;;
       --netns) NETNS=1 ;;
+      --insecure) INSECURE=1 ;;
       -f|--follow) FOLLOW=1 ;;
       -h|--help) CMD="help" ;;
       -*) die "unknown option '$1' (flags for detdb go after '--'; see '$PROG help')" ;;
@@ -136,6 +146,7 @@ parse_args() {
   [ -n "$DIR" ] || die "empty cluster folder (--dir / DETDB_CLUSTER_DIR)"
   DIR="$(realpath -m -- "$DIR")"
   CONFIG="$DIR/cluster.pbtxt"
+  KEYS="$DIR/keys"                  # CURVE keys (`up` without --insecure)
   NETNS_FILE="$DIR/netns.created"   # what `up --netns` created, one "kind name" a line
   DETDB="$(realpath -m -- "$BIN_DIR")/detdb"
   CTL="$(realpath -m -- "$BIN_DIR")/detdb-ctl"
@@ -332,6 +343,19 @@ pick_ports() {
   done
 }
 
+# CURVE keys for N nodes and a client in $KEYS (none with --insecure).
+make_keys() {
+  local n="$1" i
+  rm -rf -- "$KEYS"
+  [ "$INSECURE" = 0 ] || { say "--insecure: CURVE is off, anyone who reaches the ports can talk to the nodes"; return 0; }
+  mkdir -p -- "$KEYS"
+  chmod 700 -- "$KEYS"
+  for ((i = 0; i < n; i++)); do "$CTL" keygen "$KEYS/node$i" > /dev/null; done
+  "$CTL" keygen "$KEYS/client" > /dev/null
+  (umask 077; cat -- "$KEYS/client.pub" > "$KEYS/allowlist")
+  say "CURVE on: keys in $KEYS (clients: --curve_key_file=$KEYS/client.key, found by default beside the config)"
+}
+
 # Writes the config for N nodes, K partitions each. Node i's host is
 # 127.0.0.1 (ports from PORTS) or, with --netns, its namespace's address.
 write_config() {
@@ -351,6 +375,7 @@ write_config() {
       fi
       parts=""
       for ((p = i * k; p < (i + 1) * k; p++)); do parts+=" partitions: $p"; done
+      if [ -f "$KEYS/node$i.pub" ]; then parts+=" curve_public_key: \"$(cat -- "$KEYS/node$i.pub")\""; fi
       printf 'nodes { id: %d host: "%s" peer_port: %d client_port: %d%s }\n' "$i" "$host" "$peer" "$client" "$parts"
     done
   } > "$tmp"
@@ -448,7 +473,7 @@ up_abort() {
 }
 
 cmd_up() {
-  [ ${#ARGS[@]} -eq 1 ] || die "usage: $PROG up N [--partitions_per_node=K] [--netns] [--dir=DIR] [-- detdb flags...]"
+  [ ${#ARGS[@]} -eq 1 ] || die "usage: $PROG up N [--partitions_per_node=K] [--netns] [--insecure] [--dir=DIR] [-- detdb flags...]"
   local n="${ARGS[0]}" k="$PPN" i pid rc
   in_range "$n" 1 "$MAX_NODES" || die "N must be a number of nodes in 1..$MAX_NODES, not '$n'"
   in_range "$k" 1 || die "--partitions_per_node must be a positive number, not '$k'"
@@ -480,12 +505,19 @@ cmd_up() {
   else
     pick_ports $((2 * n))
   fi
+  make_keys "$n"
   write_config "$n" "$k"
   say "wrote $CONFIG: $n node(s), $((n * k)) partition(s), epoch_us $EPOCH_US"
 
   local node_cmd
   for ((i = 0; i < n; i++)); do
-    node_cmd=("$DETDB" "--config=$CONFIG" "--node_id=$i" "--data_dir=$DIR/data$i" ${EXTRA[@]+"${EXTRA[@]}"})
+    node_cmd=("$DETDB" "--config=$CONFIG" "--node_id=$i" "--data_dir=$DIR/data$i")
+    if [ "$INSECURE" = 0 ]; then
+      node_cmd+=("--curve_secret_key_file=$KEYS/node$i.key" "--curve_allowlist_file=$KEYS/allowlist")
+    elif [ "$NETNS" = 1 ]; then
+      node_cmd+=("--allow_insecure_nonloopback")   # 10.77.0.x is beyond loopback
+    fi
+    node_cmd+=(${EXTRA[@]+"${EXTRA[@]}"})
     if [ "$NETNS" = 1 ]; then node_cmd=(ip netns exec "$NS_PREFIX$i" "${node_cmd[@]}"); fi
     printf '%s\0' "${node_cmd[@]}" > "$DIR/node$i.cmd"   # for `start`
     # setsid: the node gets its own session, so a Ctrl-C in this terminal

@@ -24,6 +24,48 @@ void SetWorkloadChecks(const std::string& workload, uint64_t micro_rows, EngineO
   };
 }
 
+namespace {
+
+// The client port's CURVE options (allowed: the allowlist and every node's
+// key), nullopt when the config turns CURVE off; errors name the file or
+// flag at fault.
+absl::StatusOr<std::optional<CurveServerOptions>> CurveOptionsFor(const NodeOptions& options,
+                                                                  const pb::NodeConfig& self) {
+  if (self.curve_public_key().empty()) {
+    if (!options.curve_secret_key_file.empty() || !options.curve_allowlist_file.empty())
+      return absl::InvalidArgumentError(
+          "CURVE key files given but the cluster config gives no curve_public_key: add the nodes' public keys to "
+          "the config (docs/SECURITY.md), or drop the key flags to run insecure");
+    if (!IsLoopbackHost(self.host()) && !options.allow_insecure_nonloopback)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", self.id(), " would bind ", self.host(), " (beyond loopback) without CURVE: give the nodes "
+          "curve_public_key in the config and --curve_secret_key_file, or pass --allow_insecure_nonloopback"));
+    return std::optional<CurveServerOptions>();
+  }
+  if (options.curve_secret_key_file.empty())
+    return absl::InvalidArgumentError(
+        "the cluster config gives the nodes' curve_public_key: --curve_secret_key_file (this node's secret key, "
+        "detdb-ctl keygen) is required");
+  auto keys = ReadCurveSecretKeyFile(options.curve_secret_key_file);
+  if (!keys.ok()) return keys.status();
+  if (keys->public_key != self.curve_public_key())
+    LOG(ERROR) << "node " << self.id() << ": the public key of " << options.curve_secret_key_file << " ("
+               << keys->public_key << ") is not this node's curve_public_key in the config ("
+               << self.curve_public_key() << "): the other nodes will refuse this node";
+  CurveServerOptions o;
+  o.server = *keys;
+  if (!options.curve_allowlist_file.empty()) {
+    auto allowed = ReadCurveAllowlist(options.curve_allowlist_file);
+    if (!allowed.ok()) return allowed.status();
+    o.allowed = *std::move(allowed);
+  }
+  for (const auto& n : options.config.nodes()) o.allowed.insert(n.curve_public_key());
+  o.domain = "client";
+  return std::optional<CurveServerOptions>(std::move(o));
+}
+
+}  // namespace
+
 Node::Node(const NodeOptions& options) : options_(options) {}
 
 std::map<std::string, std::string> HandshakeSettings(const NodeOptions& o) {
@@ -78,11 +120,20 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   if (s.ok()) s = RegisterKvProcedures(&node->procedures_);
   if (!s.ok()) return s;
 
+  auto curve = CurveOptionsFor(options, *self);
+  if (!curve.ok()) return curve.status();
+  LOG(INFO) << "node " << options.node_id << ": " << CurveStartLine(curve->has_value());
+
   ZmqPeerNetOptions no;
   no.config = config;
   no.node_id = options.node_id;
   no.epoch_us = node->epoch_us_;
   no.settings = HandshakeSettings(options);
+  if (curve->has_value()) {
+    no.curve = **curve;
+    no.curve->domain = "peer";
+    for (const auto& n : config.nodes()) no.curve->allowed.insert(n.curve_public_key());
+  }
   auto net = ZmqPeerNet::Create(no);
   if (!net.ok()) return net.status();
   node->net_ = std::move(*net);
@@ -90,6 +141,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   ClientEndpointOptions co;
   co.bind = absl::StrCat("tcp://", self->host(), ":", self->client_port());
   co.max_request_bytes = options.max_request_bytes;
+  co.curve = *curve;  // the allowlist and the nodes' keys
   auto endpoint = ClientEndpoint::Create(co);
   if (!endpoint.ok()) return endpoint.status();
   node->endpoint_ = std::move(*endpoint);
@@ -279,6 +331,14 @@ pb::NodeInfo Node::info() const {
   i.set_peer_dropped(ns.dropped - ns.stale + es.bad_peer_batches + es.bad_peer_results + es.far_peer_batches +
                      es.conflicting_peer_batches + refused_reads);
   i.set_peer_lost(ns.lost);
+  i.set_curve(!options_.config.nodes(0).curve_public_key().empty());
+  const CurveAuthStats pc = net_->curve_stats(), cc = endpoint_->curve_stats();
+  i.set_peer_refused_key(pc.refused_key);
+  i.set_peer_refused_mechanism(pc.refused_mechanism);
+  i.set_peer_refused_protocol(pc.refused_protocol);
+  i.set_client_refused_key(cc.refused_key);
+  i.set_client_refused_mechanism(cc.refused_mechanism);
+  i.set_client_refused_protocol(cc.refused_protocol);
   return i;
 }
 

@@ -56,6 +56,14 @@ struct NodeOptions {
   // every epoch that is a multiple of checkpoint_interval / epoch_us, so
   // every node with the same interval takes them at the same epochs.
   std::chrono::seconds checkpoint_interval{0};
+  // CURVE (docs/SECURITY.md) is on when the config gives the nodes'
+  // curve_public_key: then curve_secret_key_file (mode 0600) is required
+  // and curve_allowlist_file (mode 0600; optional) lists the client public
+  // keys allowed besides the nodes' own. Without CURVE the node refuses a
+  // host beyond loopback unless allow_insecure_nonloopback.
+  std::string curve_secret_key_file;
+  std::string curve_allowlist_file;
+  bool allow_insecure_nonloopback = false;
   // Called once if the input log fails (the node must stop; it replies no more).
   std::function<void(const absl::Status&)> on_log_failure;
 };

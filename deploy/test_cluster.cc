@@ -64,6 +64,22 @@ TestCluster::TestCluster(const TestClusterOptions& options) : options_(options) 
     n->set_client_port(ports[2 * i + 1]);
     for (uint32_t k = 0; k < options.partitions_per_node; ++k) n->add_partitions(i * options.partitions_per_node + k);
   }
+  if (options.curve) {
+    CHECK(std::filesystem::create_directory(dir_ + "/keys"));
+    for (uint32_t i = 0; i < options.nodes; ++i) {
+      auto kp = WriteCurveKeyPair(KeyPrefix(absl::StrCat("node", i)));
+      CHECK(kp.ok()) << kp.status();
+      config_.mutable_nodes(static_cast<int>(i))->set_curve_public_key(kp->public_key);
+    }
+    auto kp = WriteCurveKeyPair(KeyPrefix("client"));
+    CHECK(kp.ok()) << kp.status();
+    client_keys_ = *kp;
+    const int fd = open(KeyPrefix("allowlist").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    CHECK_GE(fd, 0);
+    const std::string line = "# clients allowed\n" + kp->public_key + " test-client\n";
+    CHECK_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    close(fd);
+  }
   std::string text;
   google::protobuf::TextFormat::PrintToString(config_, &text);
   config_path_ = dir_ + "/cluster.pbtxt";
@@ -81,7 +97,7 @@ TestCluster::~TestCluster() {
   if (std::getenv("DETDB_KEEP_TEST_LOGS") == nullptr) {
     for (uint32_t i = 0; i < options_.nodes; ++i) unlink(absl::StrCat(dir_, "/node", i, ".log").c_str());
     unlink(config_path_.c_str());
-    if (options_.data_dirs) std::filesystem::remove_all(dir_);
+    if (options_.data_dirs || options_.curve) std::filesystem::remove_all(dir_);
     rmdir(dir_.c_str());
   }
 }
@@ -92,6 +108,10 @@ absl::Status TestCluster::Start(std::chrono::milliseconds timeout) {
     killed_[i] = false;
     std::vector<std::string> args = {DETDB_SERVER_BIN, "--config=" + config_path_, absl::StrCat("--node_id=", i)};
     if (options_.data_dirs) args.push_back(absl::StrCat("--data_dir=", dir_, "/data", i));
+    if (options_.curve) {
+      args.push_back(absl::StrCat("--curve_secret_key_file=", KeyPrefix(absl::StrCat("node", i)), ".key"));
+      args.push_back("--curve_allowlist_file=" + KeyPrefix("allowlist"));
+    }
     for (const std::string& f : options_.flags) args.push_back(f);
     for (const std::string& f : next_flags_[i]) args.push_back(f);
     next_flags_[i].clear();
@@ -113,7 +133,7 @@ absl::Status TestCluster::Start(std::chrono::milliseconds timeout) {
     }
     pids_[i] = pid;
   }
-  auto client = ClusterClient::Connect(config_);
+  auto client = ClusterClient::Connect(config_, client_keys_);
   if (!client.ok()) return client.status();
   absl::Status s = (*client)->WaitReady(timeout);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat(s.message(), "\n", Logs()));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "client/curve.h"
 #include "proto/cluster.pb.h"
 
 namespace detdb {
@@ -27,6 +28,10 @@ struct TestClusterOptions {
   // Every node logs its input to <dir>/data<i> (--data_dir), kept across
   // Start() calls: kill every node and Start() again to recover.
   bool data_dirs = false;
+  // CURVE (docs/SECURITY.md): a key pair per node and one for clients in
+  // <dir>/keys, the nodes' public keys in the config, every node started
+  // with its secret key and the allowlist (the client's public key).
+  bool curve = false;
 };
 
 class TestCluster {
@@ -52,11 +57,16 @@ class TestCluster {
   const pb::ClusterConfig& config() const { return config_; }
   const std::string& config_path() const { return config_path_; }
   std::string Logs() const;
+  // With curve: the client key pair of the allowlist, and where node's (or
+  // any named) key pair files are: KeyPrefix("node0") + ".key" / ".pub".
+  const CurveKeyPair& client_keys() const { return client_keys_; }
+  std::string KeyPrefix(const std::string& name) const { return dir_ + "/keys/" + name; }
 
  private:
   TestClusterOptions options_;
   std::string dir_, config_path_;
   pb::ClusterConfig config_;
+  CurveKeyPair client_keys_;
   std::vector<pid_t> pids_;
   std::vector<int> exit_status_;
   std::vector<bool> killed_;

@@ -59,6 +59,11 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
     net->pull_->set(zmq::sockopt::rcvhwm, 0);
     net->pull_->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_frame_bytes));
     net->pull_->set(zmq::sockopt::linger, 0);
+    if (options.curve.has_value()) {  // the ZAP handler before any bind
+      auto auth = CurveAuth::Create(&net->ctx_, net->pull_.get(), *options.curve);
+      if (!auth.ok()) return auth.status();
+      net->auth_ = std::move(*auth);
+    }
     net->pull_->bind(Endpoint(*self, self->peer_port()));
     net->peers_.resize(net->num_nodes_);
     for (const auto& n : options.config.nodes()) {
@@ -69,6 +74,8 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
       peer->push->set(zmq::sockopt::linger, 0);
       peer->push->set(zmq::sockopt::reconnect_ivl, 50);
       peer->push->set(zmq::sockopt::reconnect_ivl_max, 200);
+      if (options.curve.has_value())
+        ApplyCurveClient(CurveClientKeys{options.curve->server, n.curve_public_key()}, peer->push.get());
       peer->push->connect(Endpoint(n, n.peer_port()));
       net->peers_[n.id()] = std::move(peer);
     }
@@ -193,6 +200,7 @@ void ZmqPeerNet::Stop() {
     p->push.reset();
   }
   pull_.reset();
+  if (auth_ != nullptr) auth_->Stop();  // after the socket it guards is closed
 }
 
 ZmqPeerNetStats ZmqPeerNet::stats() const {

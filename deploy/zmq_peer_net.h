@@ -15,7 +15,11 @@
 //         logged and counted: the cluster then stalls until restarted. A
 //         frame numbered below the expected one (resent or replayed) is
 //         dropped and counted (stale); the expectation never moves back.
-//         The peer port is not authenticated: keep it on a trusted network.
+//         With options.curve the peer port is a CURVE server that admits
+//         only the nodes' keys of the config (CurveAuth: ZAP handler
+//         installed before the bind) and connects to peers with this node's
+//         key pair; without it the port is not authenticated: keep it on a
+//         trusted network (docs/SECURITY.md).
 // OUTPUT: Send/SendBatch/SendResult serialise on the caller's thread and
 //         queue the frame on the peer's PUSH socket without blocking (no
 //         high-water mark: a stalled peer costs memory, never a blocked
@@ -36,11 +40,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "deploy/curve_auth.h"
 #include "proto/cluster.pb.h"
 #include "scheduler/peer_link.h"
 #include "zmq.hpp"
@@ -59,6 +65,9 @@ struct ZmqPeerNetOptions {
   size_t max_frame_bytes = 256u << 20;
   // Added to the last node's boot time to get the agreed start time.
   std::chrono::milliseconds start_margin{200};
+  // CURVE (docs/SECURITY.md): this node's key pair and, as `allowed`, every
+  // node's public key of the config. Unset: insecure (NULL mechanism).
+  std::optional<CurveServerOptions> curve;
 };
 
 // A peer's Hello whose boot time is more than this ahead of our clock is
@@ -122,6 +131,8 @@ class ZmqPeerNet final : public PeerLink {
   void Stop();
 
   ZmqPeerNetStats stats() const;
+  // Connections refused at the peer port (all zero without CURVE).
+  CurveAuthStats curve_stats() const { return auth_ == nullptr ? CurveAuthStats{} : auth_->stats(); }
   uint64_t config_hash() const { return config_hash_; }
 
   // One received frame, as the receive thread handles it (INPUT above).
@@ -177,6 +188,7 @@ class ZmqPeerNet final : public PeerLink {
   PeerHandler* handler_ = nullptr;
 
   zmq::context_t ctx_{1};
+  std::unique_ptr<CurveAuth> auth_;                // with options.curve; closed after pull_
   std::unique_ptr<zmq::socket_t> pull_;            // receive thread only (after Start)
   std::vector<std::unique_ptr<Peer>> peers_;       // by node id; nullptr for self
 
