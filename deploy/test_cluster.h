@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "proto/cluster.pb.h"
 
 namespace detdb {
@@ -27,7 +28,18 @@ struct TestClusterOptions {
   // Every node logs its input to <dir>/data<i> (--data_dir), kept across
   // Start() calls: kill every node and Start() again to recover.
   bool data_dirs = false;
+  // Every node gets an http_port in the config (/metrics, /healthz).
+  bool http_ports = false;
 };
+
+// A plain HTTP/1.0 GET of http://host:port/path (tests of /metrics): the
+// status code and the body. Unavailable if it cannot connect or read.
+struct HttpGetResult {
+  int status = 0;
+  std::string body;
+};
+absl::StatusOr<HttpGetResult> HttpGet(const std::string& host, uint32_t port, const std::string& path,
+                                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 class TestCluster {
  public:

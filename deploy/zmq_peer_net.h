@@ -107,6 +107,9 @@ class ZmqPeerNet final : public PeerLink {
   void Stop();
 
   ZmqPeerNetStats stats() const;
+  // Other nodes whose Hello arrived (num_nodes() - 1 once the handshake is
+  // done). Thread-safe.
+  uint32_t peers_heard();
   uint64_t config_hash() const { return config_hash_; }
 
   // PeerLink / Transport.

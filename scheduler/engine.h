@@ -112,6 +112,7 @@ struct EngineStats {
   uint64_t restored_checkpoint = 0;                      // epoch of the checkpoint Start loaded (0: none)
   uint64_t checkpoints = 0, last_checkpoint_epoch = 0;   // taken since start
   uint64_t capture_children = 0;                         // checkpoint capture children alive
+  LogStage::WriterStats log;                             // input log writer (metrics)
   std::vector<SchedulerStats> partitions;
 };
 
