@@ -168,6 +168,8 @@ TEST(ClusterMetrics, ScrapedCountersParseAndAgreeWithInfo) {
   // one commit per txn in the cluster.
   EXPECT_GE(committed_everywhere, 2 * kTxns);
   EXPECT_TRUE(cluster.Stop().ok());
+  if (!promtool) GTEST_SKIP() << "promtool not installed (Debian: prometheus; deploy/install-deps.sh): "
+                                 "the counters were checked, the pages were not parsed";
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "common/metrics.h"
 #include "deploy/http_server.h"
+#include "deploy/node.h"
 #include "deploy/test_cluster.h"
 
 namespace detdb {
@@ -136,6 +137,65 @@ TEST(HttpServer, ServesGetThroughTheHandler) {
   auto bad = HttpServer::Start({"no.such.host.invalid", 0}, [](std::string_view) { return HttpResponse{}; });
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
+}
+
+// A port free now (bind 0, read it, close).
+uint32_t FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A node whose peer never comes: /healthz says 503 and why, /metrics
+// still answers (detdb_ready 0) and parses.
+TEST(NodeHttp, UnreadyNodeIsUnhealthy) {
+  NodeOptions o;
+  o.config.set_num_partitions(2);
+  o.config.set_epoch_us(1000);
+  for (uint32_t i = 0; i < 2; ++i) {
+    pb::NodeConfig* n = o.config.add_nodes();
+    n->set_id(i);
+    n->set_host("127.0.0.1");
+    n->set_peer_port(FreePort());
+    n->set_client_port(FreePort());
+    n->add_partitions(i);
+  }
+  o.node_id = 0;
+  o.micro_records_per_partition = 100;
+  const uint32_t port = FreePort();
+  o.http_port = port;  // the flag's override: the config has none
+  auto node = Node::Create(o);
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ((*node)->http_port(), port);
+  auto h = HttpGet("127.0.0.1", port, "/healthz");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->status, 503);
+  EXPECT_NE(h->body.find("\"ready\":false"), std::string::npos) << h->body;
+  EXPECT_NE(h->body.find("\"peers_connected\":0"), std::string::npos) << h->body;
+  auto m = HttpGet("127.0.0.1", port, "/metrics");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->status, 200);
+  EXPECT_NE(m->body.find("\ndetdb_ready 0\n"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("detdb_txns_committed_total{partition=\"0\"} 0\n"), std::string::npos) << m->body;
+  if (HavePromtool()) {
+    EXPECT_EQ(PromtoolCheck(m->body), "");
+  }
+  EXPECT_TRUE((*node)->Stop(std::chrono::milliseconds(0)).ok());
+  // Stopped: the port is closed.
+  EXPECT_FALSE(HttpGet("127.0.0.1", port, "/healthz").ok());
+
+  // http_port 0 overrides the config's: no server.
+  o.config.mutable_nodes(0)->set_http_port(FreePort());
+  o.http_port = 0;
+  auto quiet = Node::Create(o);
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  EXPECT_EQ((*quiet)->http_port(), 0);
 }
 
 }  // namespace
