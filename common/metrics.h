@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -121,8 +122,11 @@ class MetricsText {
     if (std::isnan(v)) return "NaN";
     if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
     if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrCat(static_cast<int64_t>(v));
+    // The shortest of 15 or 17 digits that reads back as v (0.0002, not
+    // 0.00020000000000000001).
     char buf[32];
-    snprintf(buf, sizeof(buf), "%.17g", v);
+    snprintf(buf, sizeof(buf), "%.15g", v);
+    if (std::strtod(buf, nullptr) != v) snprintf(buf, sizeof(buf), "%.17g", v);
     return buf;
   }
 

@@ -462,6 +462,7 @@ start_prometheus() {
   local n="$1" i targets="" pid port
   command -v prometheus >/dev/null || die "--prometheus: 'prometheus' is not installed (Debian: apt-get install prometheus)"
   stop_prometheus   # one left from an earlier `up` of this folder
+  rm -rf -- "$DIR/prometheus"   # the last cluster's series: a new cluster starts empty
   for ((i = 0; i < n; i++)); do
     targets+="$(sed -n "s/^nodes { id: $i host: \"\([^\"]*\)\".* http_port: \([0-9]*\).*/'\1:\2'/p" "$CONFIG"), "
   done

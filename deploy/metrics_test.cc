@@ -48,10 +48,12 @@ TEST(MetricsText, WritesTheExpositionFormat) {
             "# HELP y A gauge\n# TYPE y gauge\ny{reason=\"a \\\"quoted\\\"\\\\value\\n\"} 0.25\n"
             "# HELP z_seconds A histogram\n# TYPE z_seconds histogram\n"
             "z_seconds_bucket{p=\"1\",le=\"0.5\"} 0\nz_seconds_bucket{p=\"1\",le=\"1\"} 1\n"
-            "z_seconds_bucket{p=\"1\",le=\"+Inf\"} 1\nz_seconds_sum{p=\"1\"} 0.69999999999999996\n"
+            "z_seconds_bucket{p=\"1\",le=\"+Inf\"} 1\nz_seconds_sum{p=\"1\"} 0.7\n"
             "z_seconds_count{p=\"1\"} 1\n");
   EXPECT_EQ(MetricsText::FormatValue(1e20), "1e+20");
   EXPECT_EQ(MetricsText::FormatValue(-3), "-3");
+  EXPECT_EQ(MetricsText::FormatValue(0.1 + 0.2), "0.30000000000000004");  // not 0.3: reads back exactly
+  EXPECT_EQ(MetricsText::FormatValue(0.0001 * 2), "0.0002");
 }
 
 // promtool check metrics: exit 0 and no complaint, or what it said.
