@@ -579,7 +579,7 @@ cmd_down() {
   [ ${#ARGS[@]} -eq 0 ] || die "usage: $PROG down [--dir=DIR]"
   if [ ! -d "$DIR" ]; then say "no cluster folder $DIR: nothing to stop"; return 0; fi
   lock_dir
-  if [ -z "$(recorded_nodes)" ] && [ ! -f "$NETNS_FILE" ]; then
+  if [ -z "$(recorded_nodes)" ] && [ ! -f "$NETNS_FILE" ] && [ ! -f "$DIR/prometheus.pid" ]; then
     say "no node of $DIR is recorded as started: nothing to stop"
     return 0
   fi
