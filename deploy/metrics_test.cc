@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -141,17 +142,20 @@ TEST(HttpServer, ServesGetThroughTheHandler) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
 }
 
-// A port free now (bind 0, read it, close).
+// A port free now (bind 0, read it, close), never one returned before.
 uint32_t FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
+  static std::set<uint32_t> given;
+  for (;;) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    socklen_t len = sizeof(a);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    close(fd);
+    if (given.insert(ntohs(a.sin_port)).second) return ntohs(a.sin_port);
+  }
 }
 
 // A node whose peer never comes: /healthz says 503 and why, /metrics
@@ -192,7 +196,13 @@ TEST(NodeHttp, UnreadyNodeIsUnhealthy) {
   // Stopped: the port is closed.
   EXPECT_FALSE(HttpGet("127.0.0.1", port, "/healthz").ok());
 
-  // http_port 0 overrides the config's: no server.
+  node->reset();
+  // http_port 0 overrides the config's: no server. (Fresh ports: the old
+  // ones may linger a moment.)
+  for (pb::NodeConfig& n : *o.config.mutable_nodes()) {
+    n.set_peer_port(FreePort());
+    n.set_client_port(FreePort());
+  }
   o.config.mutable_nodes(0)->set_http_port(FreePort());
   o.http_port = 0;
   auto quiet = Node::Create(o);
