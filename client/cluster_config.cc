@@ -43,7 +43,9 @@ absl::Status ValidateClusterConfig(const pb::ClusterConfig& c) {
     if (n.id() >= kMaxNodes) return absl::InvalidArgumentError(absl::StrCat(who, ": node ids must be below ", kMaxNodes));
     if (!ids.insert(n.id()).second) return absl::InvalidArgumentError(absl::StrCat(who, ": duplicate node id"));
     if (n.host().empty()) return absl::InvalidArgumentError(absl::StrCat(who, ": no host"));
-    for (uint32_t port : {n.peer_port(), n.client_port()}) {
+    std::vector<uint32_t> ports = {n.peer_port(), n.client_port()};
+    if (n.http_port() != 0) ports.push_back(n.http_port());  // optional
+    for (uint32_t port : ports) {
       if (port == 0 || port > 65535)
         return absl::InvalidArgumentError(absl::StrCat(who, ": port ", port, " out of range 1..65535"));
       if (!endpoints.emplace(n.host(), port).second)

@@ -1,9 +1,9 @@
 // Loading and checking the cluster configuration (proto/cluster.proto).
 // A config is valid when it names at least one node; node ids are unique and
-// below 64; every node has a host, ports in 1..65535 and at least one
-// partition; no two endpoints (host, port) coincide; and every partition
-// 0 .. num_partitions - 1 is served by exactly one node; either every node
-// has a valid curve_public_key (Z85) or none has.
+// below 64; every node has a host, ports in 1..65535 (http_port: 0 for none)
+// and at least one partition; no two endpoints (host, port) coincide; every
+// partition 0 .. num_partitions - 1 is served by exactly one node; and
+// either every node has a valid curve_public_key (Z85) or none has.
 //
 // Thread-safety: pure functions.
 #ifndef DETDB_CLIENT_CLUSTER_CONFIG_H_

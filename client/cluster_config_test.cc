@@ -26,6 +26,15 @@ TEST(ClusterConfig, ParsesAValidConfig) {
   EXPECT_EQ(NodeOfPartition(*c, 3), nullptr);
 }
 
+TEST(ClusterConfig, HttpPortIsOptional) {
+  auto c = ParseClusterConfig(
+      "num_partitions: 2 nodes { id: 0 host: \"h\" peer_port: 1 client_port: 2 http_port: 3 partitions: 0 } "
+      "nodes { id: 1 host: \"h\" peer_port: 4 client_port: 5 partitions: 1 }");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->nodes(0).http_port(), 3u);
+  EXPECT_EQ(c->nodes(1).http_port(), 0u);
+}
+
 TEST(ClusterConfig, RejectsWithAClearMessage) {
   struct Case {
     const char* text;
@@ -45,6 +54,10 @@ TEST(ClusterConfig, RejectsWithAClearMessage) {
       {"num_partitions: 1 nodes { id: 0 host: \"h\" peer_port: 70000 client_port: 2 partitions: 0 }",
        "out of range"},
       {"num_partitions: 1 nodes { id: 0 host: \"h\" peer_port: 5 client_port: 5 partitions: 0 }", "used twice"},
+      {"num_partitions: 1 nodes { id: 0 host: \"h\" peer_port: 1 client_port: 2 http_port: 2 partitions: 0 }",
+       "used twice"},
+      {"num_partitions: 1 nodes { id: 0 host: \"h\" peer_port: 1 client_port: 2 http_port: 65536 partitions: 0 }",
+       "out of range"},
       {"num_partitions: 1 nodes { id: 0 peer_port: 1 client_port: 2 partitions: 0 }", "no host"},
       {"num_partitions: 1 nodes { id: 99 host: \"h\" peer_port: 1 client_port: 2 partitions: 0 }", "below 64"},
       {"num_partitions: 1 nodes { id: 0 host: \"h\" peer_port: 1 client_port: 2 partitions: 5 }", "outside"},

@@ -463,11 +463,17 @@ void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* 
     accepted.push_back(std::move(t));
   }
   if (!accepted.empty()) {
+    // Before the submit, which takes the txns: their arrival, for the latency.
+    const auto now = std::chrono::steady_clock::now();
+    for (const pb::Txn& t : accepted) arrived_[{t.client_id(), t.client_seq()}] = now;
     absl::Status s = engine_->SubmitChecked(&accepted);
     if (!s.ok()) {  // nothing of it was sequenced: the client may retry the same seqs
       for (auto u = undo.rbegin(); u != undo.rend(); ++u) clients_[u->client] = u->old;
       refused_.fetch_add(accepted.size(), std::memory_order_relaxed);
-      for (const pb::Txn& t : accepted) FillError(t, s, errors.add_results());
+      for (const pb::Txn& t : accepted) {
+        arrived_.erase({t.client_id(), t.client_seq()});
+        FillError(t, s, errors.add_results());
+      }
     }
   }
   if (errors.results_size() > 0) Reply(identity, errors);
@@ -546,7 +552,12 @@ void ClientEndpoint::Flush() {
   if (results.empty()) return;
   // One reply frame per connection.
   absl::flat_hash_map<std::string, pb::ClientReply> by_conn;
+  const auto now = std::chrono::steady_clock::now();
   for (pb::TxnResult& r : results) {
+    if (auto a = arrived_.find({r.client_id(), r.client_seq()}); a != arrived_.end()) {
+      latency_.Observe(std::chrono::duration<double>(now - a->second).count());
+      arrived_.erase(a);
+    }
     auto it = clients_.find(r.client_id());
     if (it == clients_.end()) {
       lost_replies_.fetch_add(1, std::memory_order_relaxed);

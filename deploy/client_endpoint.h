@@ -46,6 +46,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "deploy/curve_auth.h"
+#include "common/metrics.h"
 #include "proto/client.pb.h"
 #include "scheduler/engine.h"
 #include "zmq.hpp"
@@ -113,6 +114,9 @@ class ClientEndpoint final : public TxnClient {
   // that does not parse as a pb::ClientRequest. Then each txn must pass
   // Engine::Check. Thread-safe (fuzz/fuzz_client_request.cc drives it).
   static absl::Status DecodeRequest(std::string_view payload, size_t max_bytes, pb::ClientRequest* request);
+  // Seconds from a txn's arrival here to its reply leaving, for txns
+  // accepted here (not those refused at once). Thread-safe.
+  Histogram::Snapshot latency() const { return latency_.snapshot(); }
 
   static constexpr size_t kMaxQueuedDigests = 16;
   static constexpr size_t kReplyBatch = 512;  // results that make a frame worth sending at once
@@ -173,6 +177,9 @@ class ClientEndpoint final : public TxnClient {
   int wake_fd_ = -1;                       // eventfd: results or replies queued
 
   absl::flat_hash_map<uint64_t, ClientState> clients_;  // endpoint thread only
+  // (client id, seq) -> arrival of each txn accepted and not answered yet.
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::chrono::steady_clock::time_point> arrived_;  // endpoint thread only
+  Histogram latency_{Histogram::Exponential(0.0005, 2, 16)};  // 0.5 ms .. 16 s; written by the endpoint thread
 
   std::mutex outcomes_mu_;
   absl::flat_hash_map<uint64_t, Outcomes> outcomes_;     // guarded by outcomes_mu_

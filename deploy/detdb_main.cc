@@ -73,6 +73,8 @@ DEFINE_string(curve_allowlist_file, "",
               "always allowed)");
 DEFINE_bool(allow_insecure_nonloopback, false,
             "Allow binding a host beyond loopback without CURVE (anyone who reaches the ports can talk to the node)");
+DEFINE_int32(http_port, -1,
+             "Serve /metrics and /healthz on this port of the node's host (0: none; -1: the config's http_port)");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
@@ -127,6 +129,11 @@ int main(int argc, char** argv) {
     o.tpcc_load_seed = FLAGS_tpcc_load_seed;
   }
   o.max_request_bytes = FLAGS_max_request_bytes;
+  if (FLAGS_http_port < -1 || FLAGS_http_port > 65535) {
+    fprintf(stderr, "detdb: --http_port must be in 0..65535 (or -1: the config's)\n");
+    return 2;
+  }
+  if (FLAGS_http_port >= 0) o.http_port = static_cast<uint32_t>(FLAGS_http_port);
   o.handshake_timeout = std::chrono::seconds(FLAGS_handshake_timeout_s);
   o.data_dir = FLAGS_data_dir;
   o.curve_secret_key_file = FLAGS_curve_secret_key_file;

@@ -16,6 +16,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libgoogle-perftools-dev  # tcmalloc_minimal for the programs
   libedit-dev            # detdb-cli: line editing and history (BSD licence)
+  libmicrohttpd-dev      # detdb: /metrics and /healthz (docs/OPERATING.md)
+  prometheus             # promtool: the /metrics tests parse the page with it; local_cluster.sh --prometheus
   bsdutils               # `script`: detdb-cli's terminal test (essential in Debian; listed for minimal images)
 )
 

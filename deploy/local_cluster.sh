@@ -2,7 +2,7 @@
 # Runs a detdb cluster of N nodes on this machine, for trying cluster mode by
 # hand and for tests that need real processes talking over real sockets.
 #
-#   deploy/local_cluster.sh up N [--partitions_per_node=K] [--netns] [--insecure] [--dir=DIR] [-- detdb flags...]
+#   deploy/local_cluster.sh up N [--partitions_per_node=K] [--netns] [--insecure] [--prometheus] [--dir=DIR] [-- detdb flags...]
 #   deploy/local_cluster.sh down   [--dir=DIR]
 #   deploy/local_cluster.sh status [--dir=DIR]
 #   deploy/local_cluster.sh logs [-f] [I] [--dir=DIR]
@@ -22,6 +22,11 @@
 # `detdb-ctl wait_ready` sees all of them ready. The last line it prints (the
 # only line on stdout) is the config's absolute path, so a test can do
 #   cfg=$(deploy/local_cluster.sh up 3)
+# Every node also serves /metrics and /healthz on its http_port (in the
+# config; docs/OPERATING.md). With --prometheus, `up` then starts Debian's
+# `prometheus` scraping every node every 5 s (DIR/prometheus.yml, data in
+# DIR/prometheus, pid in DIR/prometheus.pid; `down` stops it) and prints its
+# address (on stderr).
 # If a node does not come up, it prints the end of every log, stops what it
 # started and exits 1. `down` stops only the processes `up` recorded (SIGTERM,
 # then SIGKILL after 10 s) and is safe to run twice.
@@ -77,11 +82,12 @@ usage() {
   cat <<EOF
 usage: $PROG COMMAND [options]
 
-  up N [--partitions_per_node=K] [--netns] [--insecure] [--dir=DIR] [-- extra detdb flags...]
+  up N [--partitions_per_node=K] [--netns] [--insecure] [--prometheus] [--dir=DIR] [-- extra detdb flags...]
         build if needed, write DIR/cluster.pbtxt for N nodes (K partitions each,
         default 1), start them, wait until all are ready; prints the config's
         absolute path last. Refuses while a cluster of DIR still runs.
-        CURVE on (keys in DIR/keys) unless --insecure (docs/SECURITY.md).
+        --prometheus: also start prometheus scraping every node's /metrics and
+        print its address. CURVE on (keys in DIR/keys) unless --insecure (docs/SECURITY.md).
   down [--dir=DIR]
         stop the nodes this script started (SIGTERM, SIGKILL after ${STOP_TIMEOUT_S} s),
         delete the network namespaces of an --netns cluster. Idempotent.
@@ -122,6 +128,7 @@ EXTRA=()
 DIR="${DETDB_CLUSTER_DIR:-/tmp/detdb-cluster-${USER:-$(id -un)}}"
 NETNS=0
 INSECURE=0
+PROMETHEUS=0
 FOLLOW=0
 PPN=1
 PPN_GIVEN=0
@@ -136,6 +143,7 @@ parse_args() {
       --partitions_per_node) [ $# -ge 2 ] || die "--partitions_per_node needs a value"; PPN="$2"; PPN_GIVEN=1; shift ;;
       --netns) NETNS=1 ;;
       --insecure) INSECURE=1 ;;
+      --prometheus) PROMETHEUS=1 ;;
       -f|--follow) FOLLOW=1 ;;
       -h|--help) CMD="help" ;;
       -*) die "unknown option '$1' (flags for detdb go after '--'; see '$PROG help')" ;;
@@ -359,7 +367,7 @@ make_keys() {
 # Writes the config for N nodes, K partitions each. Node i's host is
 # 127.0.0.1 (ports from PORTS) or, with --netns, its namespace's address.
 write_config() {
-  local n="$1" k="$2" i p host peer client parts tmp
+  local n="$1" k="$2" i p host peer client http parts tmp
   tmp="$CONFIG.tmp.$$"
   {
     printf '# detdb cluster (proto/cluster.proto), written by %s up %s on %s\n' "$PROG" "$n" "$(date -u +%FT%TZ)"
@@ -368,14 +376,15 @@ write_config() {
     for ((i = 0; i < n; i++)); do
       if [ "$NETNS" = 1 ]; then
         host="$SUBNET.$((i + 1))"
-        peer=$((NETNS_BASE_PORT + 2 * i)); client=$((peer + 1))
+        peer=$((NETNS_BASE_PORT + 2 * i)); client=$((peer + 1)); http=$((NETNS_BASE_PORT + 1000 + i))
       else
         host="127.0.0.1"
-        peer="${PORTS[2 * i]}"; client="${PORTS[2 * i + 1]}"
+        peer="${PORTS[3 * i]}"; client="${PORTS[3 * i + 1]}"; http="${PORTS[3 * i + 2]}"
       fi
       parts=""
       for ((p = i * k; p < (i + 1) * k; p++)); do parts+=" partitions: $p"; done
       if [ -f "$KEYS/node$i.pub" ]; then parts+=" curve_public_key: \"$(cat -- "$KEYS/node$i.pub")\""; fi
+      parts+=" http_port: $http"
       printf 'nodes { id: %d host: "%s" peer_port: %d client_port: %d%s }\n' "$i" "$host" "$peer" "$client" "$parts"
     done
   } > "$tmp"
@@ -472,8 +481,51 @@ up_abort() {
   exit "$rc"
 }
 
+# --prometheus: Debian's prometheus scraping every node's /metrics (the
+# config's host:http_port of every node).
+start_prometheus() {
+  local n="$1" i targets="" pid port
+  command -v prometheus >/dev/null || die "--prometheus: 'prometheus' is not installed (Debian: apt-get install prometheus)"
+  stop_prometheus   # one left from an earlier `up` of this folder
+  rm -rf -- "$DIR/prometheus"   # the last cluster's series: a new cluster starts empty
+  for ((i = 0; i < n; i++)); do
+    targets+="$(sed -n "s/^nodes { id: $i host: \"\([^\"]*\)\".* http_port: \([0-9]*\).*/'\1:\2'/p" "$CONFIG"), "
+  done
+  cat > "$DIR/prometheus.yml" <<EOF
+# written by $PROG up --prometheus
+global:
+  scrape_interval: 5s
+scrape_configs:
+  - job_name: detdb
+    static_configs:
+      - targets: [${targets%, }]
+EOF
+  pick_ports 1
+  port="${PORTS[0]}"
+  setsid nohup prometheus --config.file="$DIR/prometheus.yml" --storage.tsdb.path="$DIR/prometheus" \
+    --web.listen-address="127.0.0.1:$port" > "$DIR/prometheus.log" 2>&1 < /dev/null 9>&- &
+  pid=$!
+  disown "$pid"
+  printf '%s\n' "$pid" > "$DIR/prometheus.pid"
+  sleep 1
+  proc_alive "$pid" || { tail -n 20 "$DIR/prometheus.log" >&2; die "prometheus exited (log: $DIR/prometheus.log)"; }
+  say "prometheus (pid $pid) scrapes ${targets%, } every 5 s: http://127.0.0.1:$port"
+}
+
+# Stops the prometheus of --prometheus, if its pid file names a prometheus.
+stop_prometheus() {
+  local f="$DIR/prometheus.pid" pid=""
+  [ -f "$f" ] || return 0
+  pid="$(head -n 1 -- "$f" 2>/dev/null || true)"
+  if is_uint "$pid" && proc_alive "$pid" && grep -q prometheus "/proc/$pid/comm" 2>/dev/null; then
+    say "stopping prometheus (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+  fi
+  rm -f -- "$f"
+}
+
 cmd_up() {
-  [ ${#ARGS[@]} -eq 1 ] || die "usage: $PROG up N [--partitions_per_node=K] [--netns] [--insecure] [--dir=DIR] [-- detdb flags...]"
+  [ ${#ARGS[@]} -eq 1 ] || die "usage: $PROG up N [--partitions_per_node=K] [--netns] [--insecure] [--prometheus] [--dir=DIR] [-- detdb flags...]"
   local n="${ARGS[0]}" k="$PPN" i pid rc
   in_range "$n" 1 "$MAX_NODES" || die "N must be a number of nodes in 1..$MAX_NODES, not '$n'"
   in_range "$k" 1 || die "--partitions_per_node must be a positive number, not '$k'"
@@ -503,7 +555,7 @@ cmd_up() {
   if [ "$NETNS" = 1 ]; then
     netns_setup "$n"
   else
-    pick_ports $((2 * n))
+    pick_ports $((3 * n))
   fi
   make_keys "$n"
   write_config "$n" "$k"
@@ -548,6 +600,7 @@ cmd_up() {
   CTL_PID=""
   [ "$rc" -eq 0 ] || { say "detdb-ctl wait_ready failed (exit $rc)"; exit 1; }
 
+  if [ "$PROMETHEUS" = 1 ]; then start_prometheus "$n"; fi
   UP_DONE=1
   trap - EXIT INT TERM HUP
   say "cluster of $n node(s) ready in $DIR (logs: $PROG logs --dir=$DIR; stop: $PROG down --dir=$DIR)"
@@ -558,11 +611,12 @@ cmd_down() {
   [ ${#ARGS[@]} -eq 0 ] || die "usage: $PROG down [--dir=DIR]"
   if [ ! -d "$DIR" ]; then say "no cluster folder $DIR: nothing to stop"; return 0; fi
   lock_dir
-  if [ -z "$(recorded_nodes)" ] && [ ! -f "$NETNS_FILE" ]; then
+  if [ -z "$(recorded_nodes)" ] && [ ! -f "$NETNS_FILE" ] && [ ! -f "$DIR/prometheus.pid" ]; then
     say "no node of $DIR is recorded as started: nothing to stop"
     return 0
   fi
   stop_nodes
+  stop_prometheus
   netns_teardown
   say "stopped the cluster of $DIR"
 }

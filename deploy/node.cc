@@ -186,6 +186,30 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
     }
     if (!s.ok()) return s;
   }
+  const uint32_t http_port = options.http_port.has_value() ? *options.http_port : self->http_port();
+  if (http_port != 0) {
+    HttpServerOptions ho;
+    ho.host = self->host();
+    ho.port = http_port;
+    Node* n = node.get();
+    auto http = HttpServer::Start(ho, [n](std::string_view path) {
+      HttpResponse r;
+      if (path == "/metrics") {
+        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        r.body = n->MetricsText();
+      } else if (path == "/healthz") {
+        r = n->Healthz();
+      } else {
+        r.status = 404;
+        r.body = "not found: try /metrics or /healthz\n";
+      }
+      return r;
+    });
+    if (!http.ok()) return http.status();
+    node->http_ = std::move(*http);
+    LOG(INFO) << "node " << options.node_id << ": /metrics and /healthz on http://" << self->host() << ":"
+              << node->http_->port();
+  }
   return node;
 }
 
@@ -239,6 +263,7 @@ absl::Status Node::Stop(std::chrono::milliseconds drain) {
   if (stopped_) return absl::OkStatus();
   stopped_ = true;
   ready_.store(false, std::memory_order_release);
+  http_.reset();  // its handler reads the parts stopped below
   if (net_ != nullptr) net_->CancelHandshake();
   // The engine refuses new txns at once and drains what it accepted; the
   // endpoint keeps delivering their replies until then (its last flush

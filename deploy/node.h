@@ -8,6 +8,9 @@
 //                          the engine at the agreed time: ready
 //   Stop()                 stops serving, drains what it can, stops threads
 //
+// With an http port (NodeOptions::http_port or the config's), Create also
+// serves /metrics and /healthz there until Stop (docs/OPERATING.md).
+//
 // Thread-safety: Create/Start/Stop from one owner thread; info() is
 // thread-safe.
 #ifndef DETDB_DEPLOY_NODE_H_
@@ -19,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -26,6 +30,7 @@
 #include "workloads/tpcc/random.h"
 #include "common/partitioner.h"
 #include "deploy/client_endpoint.h"
+#include "deploy/http_server.h"
 #include "deploy/zmq_peer_net.h"
 #include "proto/client.pb.h"
 #include "proto/cluster.pb.h"
@@ -66,6 +71,9 @@ struct NodeOptions {
   bool allow_insecure_nonloopback = false;
   // Called once if the input log fails (the node must stop; it replies no more).
   std::function<void(const absl::Status&)> on_log_failure;
+  // /metrics and /healthz (docs/OPERATING.md) on the node's host: this port
+  // if set (0: none), else the config's http_port (0 there: none).
+  std::optional<uint32_t> http_port;
 };
 
 // The workload's checks of every txn before it is sequenced, as a node sets
@@ -92,6 +100,12 @@ class Node {
   absl::Status Stop(std::chrono::milliseconds drain = std::chrono::seconds(5));
 
   pb::NodeInfo info() const;
+  // The Prometheus text page of /metrics and /healthz's JSON (200 when
+  // ready, 503 otherwise); deploy/node_metrics.cc. Thread-safe.
+  std::string MetricsText() const;
+  HttpResponse Healthz() const;
+  // The port /metrics is served on (0: none).
+  uint16_t http_port() const { return http_ != nullptr ? http_->port() : 0; }
   bool ready() const { return ready_.load(std::memory_order_acquire); }
   bool log_failed() const { return engine_ != nullptr && engine_->log_failed(); }
 
@@ -107,6 +121,7 @@ class Node {
   std::unique_ptr<ZmqPeerNet> net_;
   std::unique_ptr<ClientEndpoint> endpoint_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<HttpServer> http_;  // last: stopped first
   std::atomic<bool> ready_{false};
   bool stopped_ = false;
   std::thread checkpointer_;

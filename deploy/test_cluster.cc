@@ -1,6 +1,8 @@
 #include "deploy/test_cluster.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/time.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -52,7 +54,8 @@ TestCluster::TestCluster(const TestClusterOptions& options) : options_(options) 
   config_.set_num_partitions(options.nodes * options.partitions_per_node);
   config_.set_epoch_us(options.epoch_us);
   std::vector<uint32_t> ports;
-  while (ports.size() < 2 * options.nodes) {
+  const uint32_t per_node = options.http_ports ? 3 : 2;
+  while (ports.size() < per_node * options.nodes) {
     const uint32_t p = FreePort();
     if (std::find(ports.begin(), ports.end(), p) == ports.end()) ports.push_back(p);
   }
@@ -60,8 +63,9 @@ TestCluster::TestCluster(const TestClusterOptions& options) : options_(options) 
     pb::NodeConfig* n = config_.add_nodes();
     n->set_id(i);
     n->set_host("127.0.0.1");
-    n->set_peer_port(ports[2 * i]);
-    n->set_client_port(ports[2 * i + 1]);
+    n->set_peer_port(ports[per_node * i]);
+    n->set_client_port(ports[per_node * i + 1]);
+    if (options.http_ports) n->set_http_port(ports[per_node * i + 2]);
     for (uint32_t k = 0; k < options.partitions_per_node; ++k) n->add_partitions(i * options.partitions_per_node + k);
   }
   if (options.curve) {
@@ -196,6 +200,53 @@ std::string TestCluster::Logs() const {
     absl::StrAppend(&out, "---- node ", i, " log ----\n", s);
   }
   return out;
+}
+
+absl::StatusOr<HttpGetResult> HttpGet(const std::string& host, uint32_t port, const std::string& path,
+                                      std::chrono::milliseconds timeout) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return absl::UnavailableError("socket failed");
+  timeval tv{};
+  tv.tv_sec = timeout.count() / 1000;
+  tv.tv_usec = (timeout.count() % 1000) * 1000;
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat("not an IPv4 address: ", host));
+  }
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot connect to ", host, ":", port));
+  }
+  const std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host, "\r\n\r\n");
+  if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return absl::UnavailableError("send failed");
+  }
+  std::string resp;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n == 0) break;
+    if (n < 0) {
+      close(fd);
+      return absl::UnavailableError(absl::StrCat("reading from ", host, ":", port, " failed or timed out"));
+    }
+    resp.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  // "HTTP/1.x NNN reason\r\n headers \r\n\r\n body"
+  const size_t end = resp.find("\r\n\r\n");
+  if (resp.compare(0, 5, "HTTP/") != 0 || resp.size() < 12 || end == std::string::npos)
+    return absl::UnavailableError(absl::StrCat("not an HTTP response: ", resp.substr(0, 80)));
+  HttpGetResult r;
+  r.status = atoi(resp.c_str() + resp.find(' ') + 1);
+  r.body = resp.substr(end + 4);
+  return r;
 }
 
 }  // namespace detdb

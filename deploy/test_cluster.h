@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "client/curve.h"
+#include "absl/status/statusor.h"
 #include "proto/cluster.pb.h"
 
 namespace detdb {
@@ -32,7 +33,18 @@ struct TestClusterOptions {
   // <dir>/keys, the nodes' public keys in the config, every node started
   // with its secret key and the allowlist (the client's public key).
   bool curve = false;
+  // Every node gets an http_port in the config (/metrics, /healthz).
+  bool http_ports = false;
 };
+
+// A plain HTTP/1.0 GET of http://host:port/path (tests of /metrics): the
+// status code and the body. Unavailable if it cannot connect or read.
+struct HttpGetResult {
+  int status = 0;
+  std::string body;
+};
+absl::StatusOr<HttpGetResult> HttpGet(const std::string& host, uint32_t port, const std::string& path,
+                                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 class TestCluster {
  public:

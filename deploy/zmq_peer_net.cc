@@ -424,4 +424,11 @@ void ZmqPeerNet::SendDurableStamps(bool force) {
   }
 }
 
+uint32_t ZmqPeerNet::peers_heard() {
+  std::lock_guard<std::mutex> l(hello_mu_);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < boot_us_.size(); ++i) n += i != options_.node_id && boot_us_[i] != 0;
+  return n;
+}
+
 }  // namespace detdb

@@ -133,6 +133,9 @@ class ZmqPeerNet final : public PeerLink {
   ZmqPeerNetStats stats() const;
   // Connections refused at the peer port (all zero without CURVE).
   CurveAuthStats curve_stats() const { return auth_ == nullptr ? CurveAuthStats{} : auth_->stats(); }
+  // Other nodes whose Hello arrived (num_nodes() - 1 once the handshake is
+  // done). Thread-safe.
+  uint32_t peers_heard();
   uint64_t config_hash() const { return config_hash_; }
 
   // One received frame, as the receive thread handles it (INPUT above).

@@ -557,6 +557,7 @@ EngineStats Engine::stats() const {
     s.durable_epoch = stage_->durable_epoch();
     s.durable_watermark = stage_->watermark();
     s.held_replies = stage_->held();
+    s.log = stage_->writer_stats();
   }
   s.replayed_txns = replayed_.load();
   s.restored_checkpoint = restored_checkpoint_.load();

@@ -135,6 +135,7 @@ struct EngineStats {
   uint64_t conflicting_peer_batches = 0;  // a (sequencer, epoch) delivered before with other txns: refused, ERROR
   uint64_t peer_window_epochs = 0;      // that window
   uint64_t pending_bytes = 0;           // TxnCharge of the txns accepted, not yet answered
+  LogStage::WriterStats log;                             // input log writer (metrics)
   std::vector<SchedulerStats> partitions;
 };
 

@@ -285,4 +285,14 @@ absl::Status LogStage::Close() {
   return w->Close();
 }
 
+LogStage::WriterStats LogStage::writer_stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  WriterStats w;
+  if (writer_ == nullptr) return w;
+  w.bytes = writer_->bytes_written();
+  w.groups = writer_->groups();
+  w.sync_seconds = writer_->sync_seconds();
+  return w;
+}
+
 }  // namespace detdb

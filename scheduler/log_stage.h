@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/metrics.h"
 #include "common/types.h"
 #include "io/file_system.h"
 #include "proto/detdb.pb.h"
@@ -129,6 +130,13 @@ class LogStage {
   // asked for, only complete ones). Owner thread.
   std::optional<uint32_t> RecoveredEpochCrc(uint64_t epoch) const;
   bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // The writer's bytes appended, groups written and fsync latencies (zero
+  // before Open). Thread-safe (takes mu_ briefly: for metrics scrapes).
+  struct WriterStats {
+    uint64_t bytes = 0, groups = 0;
+    Histogram::Snapshot sync_seconds;
+  };
+  WriterStats writer_stats() const;
   // Syncs what is queued and closes the writer; the log's status.
   absl::Status Close();
 

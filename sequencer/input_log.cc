@@ -327,10 +327,16 @@ absl::Status InputLogWriter::WriteGroup(const std::deque<Pending>& group) {
       if (absl::Status s = Rotate(p.epoch); !s.ok()) return s;
     }
     if (absl::Status s = file_->Append(p.bytes); !s.ok()) return s;
+    bytes_written_.fetch_add(p.bytes.size(), std::memory_order_relaxed);
     segment_last_epoch_ = p.epoch;
   }
   if (options_.crash_hook) options_.crash_hook("log_written");
-  if (options_.sync_mode == LogSyncMode::kFsync) return file_->Sync();
+  if (options_.sync_mode == LogSyncMode::kFsync) {
+    const auto start = std::chrono::steady_clock::now();
+    absl::Status s = file_->Sync();
+    sync_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return s;
+  }
   return absl::OkStatus();
 }
 

@@ -42,6 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/metrics.h"
 #include "io/file_system.h"
 
 namespace detdb {
@@ -289,6 +290,10 @@ class InputLogWriter {
 
   // Groups written and syncs done (tests, metrics).
   uint64_t groups() const { return groups_.load(std::memory_order_relaxed); }
+  // Record bytes appended, and the latency of each group's fsync (seconds;
+  // none with LogSyncMode::kNone). Thread-safe.
+  uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
+  Histogram::Snapshot sync_seconds() const { return sync_seconds_.snapshot(); }
 
  private:
   struct Pending {
@@ -322,6 +327,8 @@ class InputLogWriter {
   bool failed_ = false;                 // the failure was reported (on_failure ran), guarded by mu_
   std::atomic<uint64_t> durable_epoch_{0};
   std::atomic<uint64_t> groups_{0};
+  std::atomic<uint64_t> bytes_written_{0};
+  Histogram sync_seconds_{Histogram::Exponential(0.0001, 2, 16)};  // 100 us .. 3.3 s
 
   // Writer thread only (and Open, before it starts).
   std::unique_ptr<AppendableFile> file_;

@@ -1,0 +1,134 @@
+// Node::MetricsText and Node::Healthz: a node's /metrics page (Prometheus
+// text format) and /healthz, read at scrape time from the counters the
+// engine, its schedulers, the input log, the peer network and the client
+// endpoint keep anyway (nothing is counted twice on the hot paths). The
+// metric list is in docs/OPERATING.md.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics.h"
+#include "deploy/node.h"
+
+namespace detdb {
+namespace {
+
+using Labels = MetricsText::Labels;
+
+}  // namespace
+
+std::string Node::MetricsText() const {
+  const EngineStats es = engine_->stats();
+  const ZmqPeerNetStats ns = net_->stats();
+  const ClientEndpointStats cs = endpoint_->stats();
+  const bool is_ready = ready();
+  detdb::MetricsText m;
+
+  m.Family("detdb_node_info", "gauge", "Constant 1, labelled with the node's id, lock manager and workload");
+  m.Sample("detdb_node_info",
+           {{"node", absl::StrCat(options_.node_id)},
+            {"lock_manager", options_.engine.lock_manager},
+            {"workload", options_.workload}},
+           1);
+  m.Gauge("detdb_ready", "1 once the handshake is done and the sequencer runs", is_ready ? 1 : 0);
+  m.Gauge("detdb_peers", "Other nodes in the cluster config", options_.config.nodes_size() - 1);
+  m.Gauge("detdb_peers_connected", "Other nodes whose Hello arrived", net_->peers_heard());
+
+  // Txns, as detdb-ctl info counts them.
+  m.Counter("detdb_txns_submitted_total", "Txns accepted from clients at this node", es.submitted);
+  m.Counter("detdb_txns_replied_total", "Txns accepted here and answered", es.replied);
+  m.Counter("detdb_txns_rejected_total", "Txns refused before sequencing", es.rejected);
+  m.Counter("detdb_txns_replayed_total", "Txns replayed from the input log at start", es.replayed_txns);
+  // Per partition, from each scheduler's counters.
+  struct PerPartition {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*get)(const SchedulerStats&);
+  };
+  const PerPartition parts[] = {
+      {"detdb_txns_committed_total", "counter", "Txns executed here with OK (coordinator or participant)",
+       [](const SchedulerStats& s) { return double(s.committed); }},
+      {"detdb_txns_aborted_total", "counter", "Txns executed here whose procedure returned an error",
+       [](const SchedulerStats& s) { return double(s.aborted); }},
+      {"detdb_txns_passive_total", "counter", "Read-only participations finished after sending reads",
+       [](const SchedulerStats& s) { return double(s.passive); }},
+      {"detdb_lock_admitted_total", "counter", "Txns admitted to the lock manager",
+       [](const SchedulerStats& s) { return double(s.admitted); }},
+      {"detdb_lock_blocked_at_admission_total", "counter", "Txns admitted but not granted every lock at once",
+       [](const SchedulerStats& s) { return double(s.blocked_at_admission); }},
+      {"detdb_lock_avg_active", "gauge", "Admitted, unreleased txns, averaged over admissions",
+       [](const SchedulerStats& s) { return s.avg_active; }},
+      {"detdb_admission_window", "gauge", "The admission window now (scheduler/admission.h)",
+       [](const SchedulerStats& s) { return double(s.window); }},
+      {"detdb_remote_read_waits_total", "counter", "Times a txn waited for remote reads",
+       [](const SchedulerStats& s) { return double(s.parked); }},
+      {"detdb_worker_starved_total", "counter", "Times a worker found no runnable txn",
+       [](const SchedulerStats& s) { return double(s.starved); }},
+  };
+  const auto& local = engine_->local_partitions();
+  for (const PerPartition& f : parts) {
+    m.Family(f.name, f.type, f.help);
+    for (size_t i = 0; i < es.partitions.size() && i < local.size(); ++i)
+      m.Sample(f.name, {{"partition", absl::StrCat(local[i])}}, f.get(es.partitions[i]));
+  }
+
+  // Epochs.
+  const uint64_t open = is_ready ? engine_->open_epoch() : 0;
+  const uint64_t merged = is_ready ? engine_->merged_epoch() : 0;
+  m.Counter("detdb_epochs_sequenced_total", "Epochs this node's sequencer closed", es.epochs);
+  m.Gauge("detdb_epoch_open", "The sequencer's next epoch (0 until ready)", open);
+  m.Gauge("detdb_epoch_merged", "Every local scheduler merged all epochs below this one (0 until ready)", merged);
+  m.Gauge("detdb_merge_lag_epochs", "detdb_epoch_open - detdb_epoch_merged", open > merged ? open - merged : 0);
+
+  // Input log and checkpoints.
+  m.Gauge("detdb_log_durable_epoch", "Every epoch up to this one is in this node's input log", es.durable_epoch);
+  m.Gauge("detdb_log_durable_watermark", "Every epoch up to this one is in every node's input log",
+          es.durable_watermark);
+  m.Gauge("detdb_log_held_replies", "Results waiting for their epoch to be durable everywhere", es.held_replies);
+  m.Counter("detdb_log_bytes_total", "Bytes appended to the input log", es.log.bytes);
+  m.Counter("detdb_log_groups_total", "Groups of records written (one fsync each with --log_sync=fsync)",
+            es.log.groups);
+  m.Family("detdb_log_fsync_seconds", "histogram", "Latency of the input log's fsync, per group");
+  m.HistogramSamples("detdb_log_fsync_seconds", {}, es.log.sync_seconds);
+  m.Counter("detdb_checkpoints_total", "Checkpoints taken since start", es.checkpoints);
+  m.Gauge("detdb_checkpoint_last_epoch", "Epoch of the last checkpoint taken (0: none)", es.last_checkpoint_epoch);
+
+  // Client and peer frames.
+  m.Counter("detdb_client_requests_total", "Client request frames handled", cs.requests);
+  m.Family("detdb_client_refused_total", "counter", "Client frames or txns refused, by reason");
+  m.Sample("detdb_client_refused_total", {{"reason", "bad_frame"}}, cs.bad_frames);
+  m.Sample("detdb_client_refused_total", {{"reason", "duplicate"}}, cs.duplicates);
+  m.Sample("detdb_client_refused_total", {{"reason", "invalid_or_overload"}},
+           cs.refused >= cs.duplicates ? cs.refused - cs.duplicates : 0);
+  m.Counter("detdb_client_lost_replies_total", "Replies to clients that were gone or not reading",
+            cs.lost_replies);
+  m.Family("detdb_txn_latency_seconds", "histogram",
+           "From a txn's arrival at this node to its reply leaving (txns submitted here)");
+  m.HistogramSamples("detdb_txn_latency_seconds", {}, endpoint_->latency());
+  m.Counter("detdb_peer_frames_received_total", "Peer frames handled", ns.received);
+  m.Counter("detdb_peer_frames_sent_total", "Peer frames sent", ns.sent);
+  m.Family("detdb_peer_refused_total", "counter", "Peer frames or their contents dropped, by reason");
+  m.Sample("detdb_peer_refused_total", {{"reason", "bad_frame"}}, ns.dropped);
+  m.Sample("detdb_peer_refused_total", {{"reason", "bad_batch"}}, es.bad_peer_batches);
+  m.Sample("detdb_peer_refused_total", {{"reason", "bad_result"}}, es.bad_peer_results);
+  m.Counter("detdb_peer_frames_lost_total", "Peer frames missing from a sequence (lost in transit)", ns.lost);
+  return m.text();
+}
+
+HttpResponse Node::Healthz() const {
+  const bool is_ready = ready();
+  const uint64_t open = is_ready ? engine_->open_epoch() : 0;
+  const uint64_t merged = is_ready ? engine_->merged_epoch() : 0;
+  const uint32_t peers = options_.config.nodes_size() - 1;
+  const uint32_t heard = net_->peers_heard();
+  HttpResponse r;
+  r.status = is_ready && !log_failed() ? 200 : 503;
+  r.content_type = "application/json";
+  r.body = absl::StrCat("{\"ready\":", is_ready ? "true" : "false", ",\"node\":", options_.node_id,
+                        ",\"log_failed\":", log_failed() ? "true" : "false", ",\"epoch\":", open,
+                        ",\"merged_epoch\":", merged, ",\"merge_lag_epochs\":", open > merged ? open - merged : 0,
+                        ",\"peers\":", peers, ",\"peers_connected\":", heard, "}\n");
+  return r;
+}
+
+}  // namespace detdb
