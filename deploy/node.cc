@@ -16,6 +16,7 @@ namespace detdb {
 
 void SetWorkloadChecks(const std::string& workload, uint64_t micro_rows, EngineOptions* eo) {
   if (workload == "kv") eo->txn_check = &ValidateKvTxn;  // arguments and key sets, on every path into the engine
+  if (workload == "micro") eo->txn_check = &ValidateMicroTxn;  // the compute it asks for
   if (workload == "micro") eo->key_check = [rows = micro_rows](Key k) -> absl::Status {
     if (KeyTable(k) == kMicroTable && KeyRow(k) >= rows)
       return absl::InvalidArgumentError(absl::StrCat("key ", k, " (micro row ", KeyRow(k),

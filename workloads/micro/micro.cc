@@ -47,6 +47,17 @@ absl::Status MicroProcedure(TxnContext* ctx, std::string* result) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateMicroTxn(const pb::Txn& txn) {
+  if (txn.args().size() < 8) return absl::OkStatus();
+  const uint64_t iters = Load64(txn.args());
+  const uint64_t reads = static_cast<uint64_t>(txn.read_set_size());
+  if (iters > kMaxMicroItersPerRead || (reads != 0 && iters > kMaxMicroItersPerTxn / reads))
+    return absl::InvalidArgumentError(absl::StrCat("micro txn asks for ", iters, " compute iterations per read x ",
+                                                   reads, " reads: at most ", kMaxMicroItersPerRead,
+                                                   " per read and ", kMaxMicroItersPerTxn, " per txn"));
+  return absl::OkStatus();
+}
+
 absl::Status RegisterMicroProcedures(ProcedureRegistry* registry) {
   return registry->Register(kMicroTxnType, "micro", &MicroProcedure);
 }

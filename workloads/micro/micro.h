@@ -43,6 +43,16 @@ absl::Status RegisterMicroProcedures(ProcedureRegistry* registry);
 // set back as Mix64(old + txn id). Result: 8 bytes, a hash of the reads.
 absl::Status MicroProcedure(TxnContext* ctx, std::string* result);
 
+// The compute a micro txn may ask for (its args: 8 bytes of iterations per
+// read): at most kMaxMicroItersPerRead per read and kMaxMicroItersPerTxn in
+// all (a few seconds of one worker), so that a client cannot occupy a
+// worker without end. Fixed constants, not this machine's rate: every node
+// must accept the same txns. A node checks every micro txn with it
+// (EngineOptions::txn_check), from clients and from peers.
+inline constexpr uint64_t kMaxMicroItersPerRead = uint64_t{1} << 30;
+inline constexpr uint64_t kMaxMicroItersPerTxn = uint64_t{1} << 32;
+absl::Status ValidateMicroTxn(const pb::Txn& txn);
+
 // Iterations of the procedure's compute loop per microsecond on this machine
 // (measured once per process; the count goes into the txn, so execution
 // stays deterministic wherever it runs).

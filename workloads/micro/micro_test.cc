@@ -93,5 +93,25 @@ TEST(MicroGenerator, RejectsBadOptions) {
   EXPECT_FALSE(MicroGenerator::Validate(o).ok());
 }
 
+TEST(MicroProcedure, ComputeAskedForIsBounded) {
+  pb::Txn txn;
+  for (int k = 0; k < 10; ++k) txn.add_read_set(static_cast<Key>(k));
+  auto with_iters = [&](uint64_t iters) {
+    txn.set_args(std::string(reinterpret_cast<const char*>(&iters), 8));
+    return ValidateMicroTxn(txn);
+  };
+  EXPECT_TRUE(with_iters(0).ok());
+  EXPECT_TRUE(with_iters(1000).ok());
+  EXPECT_TRUE(with_iters(kMaxMicroItersPerTxn / 10).ok());
+  EXPECT_EQ(with_iters(kMaxMicroItersPerTxn / 10 + 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(with_iters(UINT64_MAX).code(), absl::StatusCode::kInvalidArgument);
+  txn.clear_read_set();
+  txn.add_read_set(1);
+  EXPECT_TRUE(with_iters(kMaxMicroItersPerRead).ok());
+  EXPECT_EQ(with_iters(kMaxMicroItersPerRead + 1).code(), absl::StatusCode::kInvalidArgument);
+  txn.set_args("short");
+  EXPECT_TRUE(ValidateMicroTxn(txn).ok()) << "fewer than 8 bytes: no compute";
+}
+
 }  // namespace
 }  // namespace detdb
