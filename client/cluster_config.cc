@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/curve.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -43,6 +45,14 @@ absl::Status ValidateClusterConfig(const pb::ClusterConfig& c) {
     if (n.id() >= kMaxNodes) return absl::InvalidArgumentError(absl::StrCat(who, ": node ids must be below ", kMaxNodes));
     if (!ids.insert(n.id()).second) return absl::InvalidArgumentError(absl::StrCat(who, ": duplicate node id"));
     if (n.host().empty()) return absl::InvalidArgumentError(absl::StrCat(who, ": no host"));
+    // A host name or an IPv4/IPv6 address: letters, digits, '.', '-', ':'
+    // (and '[', ']' around IPv6), at most 253 characters.
+    if (n.host().size() > 253 || !std::all_of(n.host().begin(), n.host().end(), [](char c) {
+          return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' ||
+                 c == '[' || c == ']';
+        }))
+      return absl::InvalidArgumentError(absl::StrCat(who, ": host \"", absl::CHexEscape(n.host().substr(0, 64)),
+                                                     "\" is not a host name or address"));
     std::vector<uint32_t> ports = {n.peer_port(), n.client_port()};
     if (n.http_port() != 0) ports.push_back(n.http_port());  // optional
     for (uint32_t port : ports) {
