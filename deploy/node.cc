@@ -133,6 +133,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   if (curve->has_value()) {
     no.curve = **curve;
     no.curve->domain = "peer";
+    no.curve->allowed.clear();  // not the client allowlist: only the config's nodes
     for (const auto& n : config.nodes()) no.curve->allowed.insert(n.curve_public_key());
   }
   auto net = ZmqPeerNet::Create(no);
@@ -354,7 +355,9 @@ pb::NodeInfo Node::info() const {
   uint64_t refused_reads = 0;
   for (const SchedulerStats& ps : es.partitions)
     refused_reads += ps.remote_reads.refused() - ps.remote_reads.duplicate - ps.remote_reads.late;
-  i.set_peer_dropped(ns.dropped - ns.stale + es.bad_peer_batches + es.bad_peer_results + es.far_peer_batches +
+  // dropped and stale are read one after the other: saturate.
+  const uint64_t bad_frames = ns.dropped > ns.stale ? ns.dropped - ns.stale : 0;
+  i.set_peer_dropped(bad_frames + es.bad_peer_batches + es.bad_peer_results + es.far_peer_batches +
                      es.conflicting_peer_batches + refused_reads);
   i.set_peer_lost(ns.lost);
   i.set_curve(!options_.config.nodes(0).curve_public_key().empty());

@@ -85,7 +85,7 @@ void Engine::OnPeerBatch(std::shared_ptr<pb::Batch> batch) {
     }
     if (v == PeerBatchWindow::Verdict::kConflict) {
       conflicting_peer_batches_.fetch_add(1, std::memory_order_relaxed);
-      LOG(ERROR) << "refusing the batch of node " << seq << " for epoch " << epoch
+      LOG_EVERY_T(ERROR, 1) << "refusing the batch of node " << seq << " for epoch " << epoch
                  << ": it was delivered before with other txns (a forgery, or node " << seq
                  << " diverged); the first is kept";
       return;

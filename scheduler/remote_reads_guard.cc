@@ -56,11 +56,13 @@ void RemoteReadsGuard::CountRefused(Verdict v, const std::string& why) {
     case Verdict::kDuplicate:
       ++stats_.duplicate;
       return;
-    case Verdict::kConflict:
+    case Verdict::kConflict: {
       ++stats_.conflicting;
-      LOG(ERROR) << "partition " << options_.self << ": " << why
+      // At most a line a second: a hostile peer must not fill the disk.
+      LOG_EVERY_T(ERROR, 1) << "partition " << options_.self << ": " << why
                  << " (a forgery, or a node that diverged; refused, the first version is used)";
       return;
+    }
     default:
       ++stats_.forged;
   }
@@ -116,7 +118,7 @@ void RemoteReadsGuard::Expect(const pb::Txn& txn, uint64_t merged_epoch) {
     for (auto it = dropped_.lower_bound({id, 0}); it != dropped_.end() && it->first == id;) {
       if (std::none_of(e.received.begin(), e.received.end(), [&](const auto& r) { return r.first == it->second; })) {
         ++stats_.dropped_expected;
-        LOG(ERROR) << "partition " << options_.self << ": txn " << id << " expects the reads of partition "
+        LOG_EVERY_T(ERROR, 1) << "partition " << options_.self << ": txn " << id << " expects the reads of partition "
                    << it->second << ", which were refused (too early or over budget); it waits for them";
       }
       it = dropped_.erase(it);
