@@ -142,22 +142,6 @@ TEST(HttpServer, ServesGetThroughTheHandler) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
 }
 
-// A port free now (bind 0, read it, close), never one returned before.
-uint32_t FreePort() {
-  static std::set<uint32_t> given;
-  for (;;) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    close(fd);
-    if (given.insert(ntohs(a.sin_port)).second) return ntohs(a.sin_port);
-  }
-}
-
 // A node whose peer never comes: /healthz says 503 and why, /metrics
 // still answers (detdb_ready 0) and parses.
 TEST(NodeHttp, UnreadyNodeIsUnhealthy) {
@@ -168,13 +152,13 @@ TEST(NodeHttp, UnreadyNodeIsUnhealthy) {
     pb::NodeConfig* n = o.config.add_nodes();
     n->set_id(i);
     n->set_host("127.0.0.1");
-    n->set_peer_port(FreePort());
-    n->set_client_port(FreePort());
+    n->set_peer_port(FreeLoopbackPort());
+    n->set_client_port(FreeLoopbackPort());
     n->add_partitions(i);
   }
   o.node_id = 0;
   o.micro_records_per_partition = 100;
-  const uint32_t port = FreePort();
+  const uint32_t port = FreeLoopbackPort();
   o.http_port = port;  // the flag's override: the config has none
   auto node = Node::Create(o);
   ASSERT_TRUE(node.ok()) << node.status();
@@ -200,10 +184,10 @@ TEST(NodeHttp, UnreadyNodeIsUnhealthy) {
   // http_port 0 overrides the config's: no server. (Fresh ports: the old
   // ones may linger a moment.)
   for (pb::NodeConfig& n : *o.config.mutable_nodes()) {
-    n.set_peer_port(FreePort());
-    n.set_client_port(FreePort());
+    n.set_peer_port(FreeLoopbackPort());
+    n.set_client_port(FreeLoopbackPort());
   }
-  o.config.mutable_nodes(0)->set_http_port(FreePort());
+  o.config.mutable_nodes(0)->set_http_port(FreeLoopbackPort());
   o.http_port = 0;
   auto quiet = Node::Create(o);
   ASSERT_TRUE(quiet.ok()) << quiet.status();

@@ -13,20 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include "deploy/test_cluster.h"
+
 namespace detdb {
 namespace {
-
-uint32_t FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 pb::ClusterConfig TwoNodes() {
   pb::ClusterConfig c;
@@ -36,8 +26,8 @@ pb::ClusterConfig TwoNodes() {
     pb::NodeConfig* n = c.add_nodes();
     n->set_id(i);
     n->set_host("127.0.0.1");
-    n->set_peer_port(FreePort());
-    n->set_client_port(FreePort());
+    n->set_peer_port(FreeLoopbackPort());
+    n->set_client_port(FreeLoopbackPort());
     n->add_partitions(i);
   }
   return c;

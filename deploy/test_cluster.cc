@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -28,24 +30,25 @@
 #endif
 
 namespace detdb {
-namespace {
 
-// A port the kernel considers free now (bind to 0, read it, close).
-uint32_t FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK_GE(fd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  CHECK_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  socklen_t len = sizeof(a);
-  CHECK_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  close(fd);
-  return ntohs(a.sin_port);
+uint32_t FreeLoopbackPort() {
+  static std::mutex mu;
+  static std::set<uint32_t> given;
+  for (;;) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_GE(fd, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    CHECK_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    socklen_t len = sizeof(a);
+    CHECK_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    close(fd);
+    std::lock_guard<std::mutex> l(mu);
+    if (given.insert(ntohs(a.sin_port)).second) return ntohs(a.sin_port);
+  }
 }
-
-}  // namespace
 
 TestCluster::TestCluster(const TestClusterOptions& options) : options_(options) {
   char tmpl[] = "/tmp/detdb-test-cluster-XXXXXX";
@@ -56,7 +59,7 @@ TestCluster::TestCluster(const TestClusterOptions& options) : options_(options) 
   std::vector<uint32_t> ports;
   const uint32_t per_node = options.http_ports ? 3 : 2;
   while (ports.size() < per_node * options.nodes) {
-    const uint32_t p = FreePort();
+    const uint32_t p = FreeLoopbackPort();
     if (std::find(ports.begin(), ports.end(), p) == ports.end()) ports.push_back(p);
   }
   for (uint32_t i = 0; i < options.nodes; ++i) {

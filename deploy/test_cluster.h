@@ -21,6 +21,10 @@
 
 namespace detdb {
 
+// A loopback TCP port the kernel considers free now (bind to 0, read it,
+// close), never one this process was given before. Thread-safe.
+uint32_t FreeLoopbackPort();
+
 struct TestClusterOptions {
   uint32_t nodes = 3;
   uint32_t partitions_per_node = 1;
