@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "workloads/kv/kv.h"
 #include "workloads/kv/kv_request.h"
+#include "workloads/micro/micro.h"
 #include "workloads/micro/micro_table.h"
 
 namespace detdb {
@@ -47,7 +48,14 @@ TEST(SetWorkloadChecksTest, EachWorkloadGetsItsOwn) {
   ASSERT_TRUE(micro.key_check != nullptr);
   EXPECT_TRUE(micro.key_check(MakeKey(kMicroTable, 9)).ok());
   EXPECT_EQ(micro.key_check(MakeKey(kMicroTable, 10)).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(micro.txn_check == nullptr);
+  ASSERT_TRUE(micro.txn_check != nullptr) << "micro bounds the compute a txn asks for";
+  pb::Txn spin;
+  spin.add_read_set(MakeKey(kMicroTable, 1));
+  const uint64_t too_many = kMaxMicroItersPerRead + 1;
+  spin.set_args(std::string(reinterpret_cast<const char*>(&too_many), 8));
+  EXPECT_EQ(micro.txn_check(spin).code(), absl::StatusCode::kInvalidArgument);
+  spin.clear_args();
+  EXPECT_TRUE(micro.txn_check(spin).ok());
   ASSERT_TRUE(kv.txn_check != nullptr);
   auto get = KvGetRequest("k");
   ASSERT_TRUE(get.ok());
