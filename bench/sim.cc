@@ -225,7 +225,7 @@ void Sim::Submit(uint32_t node, double t) {
 // A result reached its node's client: it pays front_txn_ns before the next
 // txn is submitted, one result at a time.
 void Sim::OnResult(uint32_t node, double t) {
-  if (c_.front_txn_ns <= 0) {
+  if (!o_.model_front || c_.front_txn_ns <= 0) {
     Submit(node, t);
     return;
   }

@@ -103,6 +103,12 @@ struct SimOptions {
   // frozen at the step's start. A busy client thread counts; the
   // sequencer's CPU is in the client's (the front end's) cost.
   uint32_t cores = 0;
+  // Charge the front end (client + sequencer) its calibrated cost per txn
+  // (SimCosts::front_txn_ns, one thread per node). Off: a txn is
+  // resubmitted the moment its result is produced, as if the front end had
+  // cores of its own to spare (the figures of the paper's setup: its clients
+  // and sequencer were not what it measured).
+  bool model_front = true;
   bool check_g1 = true;
   // Makes the lock manager of every partition (tests: a broken one). Null:
   // NewLockManager(lock_manager, lock).

@@ -51,6 +51,7 @@ DEFINE_double(sim_duration, 0.5, "simulate: virtual seconds measured (after --si
 DEFINE_double(sim_warmup, 0.1, "simulate: virtual seconds of warm-up before the measurement");
 DEFINE_bool(validate, false, "simulate: simulated against real throughput at 1 and 2 workers, 1 and 2 partitions");
 DEFINE_uint32(sim_cores, 0, "simulate, figure: cores the simulated threads share (0: a core per thread)");
+DEFINE_bool(sim_front, true, "simulate: charge the client + sequencer their calibrated cost per txn (a thread per node)");
 DEFINE_uint64(calibrate_txns, 200000, "calibrate: txns per lock-manager measurement");
 
 namespace detdb {
@@ -85,6 +86,7 @@ SimOptions SimFromFlags() {
   o.duration_s = FLAGS_sim_duration;
   o.warmup_s = FLAGS_sim_warmup;
   o.cores = FLAGS_sim_cores;
+  o.model_front = FLAGS_sim_front;
   return o;
 }
 
