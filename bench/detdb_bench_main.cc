@@ -19,6 +19,7 @@
 #include "bench/timeseries.h"
 #include "bench/micro_cluster.h"
 #include "bench/micro_runner.h"
+#include "bench/crash_command.h"
 #include "bench/sim_command.h"
 #include "client/cluster_config.h"
 #include "gflags/gflags.h"
@@ -363,12 +364,13 @@ int main(int argc, char** argv) {
   const std::string cmd = argc >= 2 ? argv[1] : "";
   const bool tpcc = cmd == "tpcc";
   const bool figure = cmd == "figure" && argc >= 3 && argv[2][0] != '-';
-  if (cmd != "micro" && cmd != "tpcc" && cmd != "calibrate" && cmd != "simulate" && !figure) {
+  if (cmd != "micro" && cmd != "tpcc" && cmd != "calibrate" && cmd != "simulate" && cmd != "crash" && !figure) {
     fprintf(stderr, "usage: detdb-bench micro [--compare] [--lock_manager=NAME] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench tpcc [--compare] [--warehouses=N] [--mix=full] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench calibrate --out=FILE       (the simulation's costs on this host)\n"
                     "       detdb-bench simulate [--nodes=M] [--partitions=P] [--workers=N] [--compare] [--validate]\n"
                     "       detdb-bench figure NAME --out=DIR [--real]  (NAME: fig2..fig9, table2, all)\n"
+                    "       detdb-bench crash --nodes=3 --kills=K --seed=S [--crash_mode=one|all|mixed]\n"
                     "       detdb-bench micro --helpshort   (all flags)\n");
     return 2;
   }
@@ -383,5 +385,6 @@ int main(int argc, char** argv) {
   if (cmd == "calibrate") return detdb::CalibrateCommand();
   if (figure) return detdb::FigureCommand(figure_name);
   if (cmd == "simulate") return detdb::SimulateCommand();
+  if (cmd == "crash") return detdb::CrashCommand();
   return tpcc ? detdb::tpcc::TpccCommand() : detdb::Micro();
 }
