@@ -547,6 +547,7 @@ EngineStats Engine::stats() const {
   s.rejected = rejected_.load();
   s.bad_peer_batches = bad_peer_batches_.load();
   s.bad_peer_results = bad_peer_results_.load();
+  s.forged_peer_results = forged_peer_results_.load();
   s.duplicate_peer_batches = duplicate_peer_batches_.load();
   s.far_peer_batches = far_peer_batches_.load();
   s.conflicting_peer_batches = conflicting_peer_batches_.load();

@@ -123,7 +123,10 @@ struct EngineOptions {
 
 struct EngineStats {
   uint64_t submitted = 0, replied = 0, rejected = 0, epochs = 0;
-  uint64_t bad_peer_batches = 0, bad_peer_results = 0;  // cluster mode: dropped peer input
+  uint64_t bad_peer_batches = 0, bad_peer_results = 0;  // cluster mode: dropped peer input (results: not awaited)
+  // A result for an awaited txn from a node that is not its coordinator, or
+  // with another client id or seq than the txn's: refused (the txn waits on).
+  uint64_t forged_peer_results = 0;
   uint64_t durable_epoch = 0, durable_watermark = 0;     // input log: here, on every node
   uint64_t held_replies = 0;                             // results waiting for durability
   uint64_t replayed_txns = 0;                            // from the log at Start
@@ -299,7 +302,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void OnTxnResult(const pb::Txn& txn, pb::TxnResult result) override;
   // PeerHandler (network thread, cluster mode).
   void OnPeerBatch(std::shared_ptr<pb::Batch> batch) override;
-  void OnPeerResult(const pb::TxnResult& result) override;
+  void OnPeerResult(uint32_t from, const pb::TxnResult& result) override;
   void OnPeerDurable(uint32_t node, uint64_t epoch) override;
   void OnPeerCheckpoint(uint32_t node, uint64_t epoch) override;
 
@@ -375,6 +378,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
 
   std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0}, bad_peer_batches_{0}, bad_peer_results_{0};
   std::atomic<uint64_t> duplicate_peer_batches_{0}, far_peer_batches_{0}, conflicting_peer_batches_{0};
+  std::atomic<uint64_t> forged_peer_results_{0};
   std::atomic<uint64_t> pending_bytes_{0};  // TxnCharge of accepted, unanswered txns
   // Cluster mode: the epoch the wall clock is in (0 before Start or without
   // a start_us): a peer's sequencer closes epoch origin + k at start_us +
@@ -388,17 +392,24 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::atomic<uint64_t> clock_origin_epoch_{0};  // the epoch the sequencer resumed after (0 without recovery)
   std::mutex window_mu_;
   std::unique_ptr<PeerBatchWindow> window_;  // guarded by window_mu_: the peer batches taken so far
-  // Cluster mode: ids of txns submitted here whose coordinator is on another
-  // node; a peer's result for any other id is dropped.
   mutable std::mutex log_error_mu_;
   absl::Status log_error_;  // guarded by log_error_mu_: the input log's failure
+  // Cluster mode: txns submitted here whose coordinator is on another node,
+  // by id; a peer's result is taken only for one of them, only from its
+  // coordinator and only with its client id and seq (engine_peers.cc).
+  struct Awaited {
+    uint64_t charge;      // its TxnCharge
+    uint64_t client_id, client_seq;
+    uint32_t coordinator;  // the node of its first executor
+  };
   std::mutex awaiting_mu_;
-  absl::flat_hash_map<TxnId, uint64_t> awaiting_;  // guarded by awaiting_mu_: with their TxnCharge
+  absl::flat_hash_map<TxnId, Awaited> awaiting_;  // guarded by awaiting_mu_
   // With the input log, until replay noted the results it awaits: peer
-  // results not (yet) awaited are kept, at most kMaxEarlyResults.
+  // results not (yet) awaited are kept with their sender, at most
+  // kMaxEarlyResults.
   static constexpr size_t kMaxEarlyResults = 1u << 20;
-  bool early_results_open_ = false;             // guarded by awaiting_mu_
-  std::vector<pb::TxnResult> early_results_;    // guarded by awaiting_mu_
+  bool early_results_open_ = false;                                // guarded by awaiting_mu_
+  std::vector<std::pair<uint32_t, pb::TxnResult>> early_results_;  // guarded by awaiting_mu_
   // Checkpoints.
   std::vector<uint64_t> checkpoint_epochs_;          // owner thread, from RecoverLog
   bool log_from_start_ = true;                       // owner thread

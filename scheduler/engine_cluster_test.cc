@@ -254,7 +254,7 @@ TEST(EngineCluster, BadPeerInputIsDroppedNotTrusted) {
     pb::TxnResult r;
     r.set_txn_id(1000 + i);
     r.set_client_id(5);
-    e.OnPeerResult(r);
+    e.OnPeerResult(1, r);
   }
   EXPECT_EQ(e.stats().bad_peer_results, 10u);
   EXPECT_EQ(e.stats().replied, 0u);
