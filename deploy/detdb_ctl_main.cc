@@ -49,11 +49,13 @@ int Info(detdb::ClusterClient* c) {
            static_cast<unsigned long>(info.bad_frames()), static_cast<unsigned long>(info.duplicates()),
            static_cast<unsigned long>(info.lost_replies()), static_cast<unsigned long>(info.peer_dropped()));
     if (info.curve())
-      printf("node %u  CURVE on; refused at the peer port: key %lu mechanism %lu protocol %lu; at the client port: "
-             "key %lu mechanism %lu protocol %lu\n",
+      printf("node %u  CURVE on; refused: peer_refused_key %lu peer_refused_mechanism %lu peer_refused_protocol %lu"
+             " peer_refused_sender %lu  client_refused_key %lu client_refused_mechanism %lu"
+             " client_refused_protocol %lu\n",
              s.node, static_cast<unsigned long>(info.peer_refused_key()),
              static_cast<unsigned long>(info.peer_refused_mechanism()),
              static_cast<unsigned long>(info.peer_refused_protocol()),
+             static_cast<unsigned long>(info.peer_refused_sender()),
              static_cast<unsigned long>(info.client_refused_key()),
              static_cast<unsigned long>(info.client_refused_mechanism()),
              static_cast<unsigned long>(info.client_refused_protocol()));

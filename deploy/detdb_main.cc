@@ -73,8 +73,10 @@ DEFINE_string(curve_allowlist_file, "",
               "always allowed)");
 DEFINE_bool(allow_insecure_nonloopback, false,
             "Allow binding a host beyond loopback without CURVE (anyone who reaches the ports can talk to the node)");
-DEFINE_int32(http_port, -1,
-             "Serve /metrics and /healthz on this port of the node's host (0: none; -1: the config's http_port)");
+DEFINE_int32(http_port, -1, "Serve /metrics and /healthz on this port (0: none; -1: the config's http_port)");
+DEFINE_string(http_host, "",
+              "Address /metrics and /healthz bind (plain HTTP). Empty: the config's http_host, else 127.0.0.1. "
+              "Binding beyond loopback exposes the node's counters to whoever reaches it (docs/SECURITY.md)");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (FLAGS_http_port >= 0) o.http_port = static_cast<uint32_t>(FLAGS_http_port);
+  if (!FLAGS_http_host.empty()) o.http_host = FLAGS_http_host;
   o.handshake_timeout = std::chrono::seconds(FLAGS_handshake_timeout_s);
   o.data_dir = FLAGS_data_dir;
   o.curve_secret_key_file = FLAGS_curve_secret_key_file;
