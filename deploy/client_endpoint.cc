@@ -110,6 +110,7 @@ void ClientEndpoint::Stop() {
 ClientEndpointStats ClientEndpoint::stats() const {
   ClientEndpointStats s;
   s.requests = requests_.load();
+  s.good = good_frames_.load();
   s.bad_frames = bad_frames_.load();
   s.duplicates = duplicates_.load();
   s.refused = refused_.load();
@@ -302,6 +303,7 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
                                      options_.max_request_bytes, &req);
       !s.ok())
     return BadFrame(identity, std::string(s.message()));
+  good_frames_.fetch_add(1, std::memory_order_relaxed);
   if (req.txns_size() > 0 && req.outcome_only()) {
     HandleOutcomes(identity, req);
   } else if (req.txns_size() > 0) {
@@ -465,7 +467,7 @@ void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* 
   if (!accepted.empty()) {
     // Before the submit, which takes the txns: their arrival, for the latency.
     const auto now = std::chrono::steady_clock::now();
-    for (const pb::Txn& t : accepted) arrived_[{t.client_id(), t.client_seq()}] = now;
+    for (const pb::Txn& t : accepted) arrived_[{t.client_id(), t.client_seq()}] = Arrival{now, t.type()};
     absl::Status s = engine_->SubmitChecked(&accepted);
     if (!s.ok()) {  // nothing of it was sequenced: the client may retry the same seqs
       for (auto u = undo.rbegin(); u != undo.rend(); ++u) clients_[u->client] = u->old;
@@ -553,9 +555,12 @@ void ClientEndpoint::Flush() {
   // One reply frame per connection.
   absl::flat_hash_map<std::string, pb::ClientReply> by_conn;
   const auto now = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> by_type(by_type_mu_);  // once per frame, not per txn
   for (pb::TxnResult& r : results) {
     if (auto a = arrived_.find({r.client_id(), r.client_seq()}); a != arrived_.end()) {
-      latency_.Observe(std::chrono::duration<double>(now - a->second).count());
+      latency_.Observe(std::chrono::duration<double>(now - a->second.at).count());
+      ProcedureOutcomes& o = by_type_[a->second.type];
+      ++(r.status() == pb::STATUS_OK ? o.committed : r.status() == pb::STATUS_ABORTED ? o.aborted : o.failed);
       arrived_.erase(a);
     }
     auto it = clients_.find(r.client_id());
@@ -565,6 +570,7 @@ void ClientEndpoint::Flush() {
     }
     *by_conn[it->second.identity].add_results() = std::move(r);
   }
+  by_type.unlock();
   for (const auto& [identity, reply] : by_conn) Reply(identity, reply);
 }
 

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,7 +71,17 @@ struct ClientEndpointOptions {
 };
 
 struct ClientEndpointStats {
-  uint64_t requests = 0, bad_frames = 0, duplicates = 0, refused = 0, lost_replies = 0;
+  // requests: request frames that reached decoding; good: of those, the
+  // ones that decoded; bad_frames: frames refused (did not decode, or not
+  // one payload frame).
+  uint64_t requests = 0, good = 0, bad_frames = 0, duplicates = 0, refused = 0, lost_replies = 0;
+};
+
+// The outcomes of the txns accepted here since start, for one procedure
+// type: committed (STATUS_OK), aborted (the procedure's error), failed
+// (any other status, e.g. the node stopping).
+struct ProcedureOutcomes {
+  uint64_t committed = 0, aborted = 0, failed = 0;
 };
 
 class ClientEndpoint final : public TxnClient {
@@ -117,6 +128,12 @@ class ClientEndpoint final : public TxnClient {
   // Seconds from a txn's arrival here to its reply leaving, for txns
   // accepted here (not those refused at once). Thread-safe.
   Histogram::Snapshot latency() const { return latency_.snapshot(); }
+  // Outcomes of the txns accepted here, by procedure type (counted when the
+  // reply leaves, once per reply frame). Thread-safe.
+  std::map<uint32_t, ProcedureOutcomes> outcomes_by_type() const {
+    std::lock_guard<std::mutex> l(by_type_mu_);
+    return by_type_;
+  }
 
   static constexpr size_t kMaxQueuedDigests = 16;
   static constexpr size_t kReplyBatch = 512;  // results that make a frame worth sending at once
@@ -177,9 +194,16 @@ class ClientEndpoint final : public TxnClient {
   int wake_fd_ = -1;                       // eventfd: results or replies queued
 
   absl::flat_hash_map<uint64_t, ClientState> clients_;  // endpoint thread only
-  // (client id, seq) -> arrival of each txn accepted and not answered yet.
-  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::chrono::steady_clock::time_point> arrived_;  // endpoint thread only
+  // (client id, seq) -> arrival and procedure type of each txn accepted and
+  // not answered yet.
+  struct Arrival {
+    std::chrono::steady_clock::time_point at;
+    uint32_t type;
+  };
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, Arrival> arrived_;  // endpoint thread only
   Histogram latency_{Histogram::Exponential(0.0005, 2, 16)};  // 0.5 ms .. 16 s; written by the endpoint thread
+  mutable std::mutex by_type_mu_;
+  std::map<uint32_t, ProcedureOutcomes> by_type_;  // guarded by by_type_mu_; written by the endpoint thread
 
   std::mutex outcomes_mu_;
   absl::flat_hash_map<uint64_t, Outcomes> outcomes_;     // guarded by outcomes_mu_
@@ -199,7 +223,7 @@ class ClientEndpoint final : public TxnClient {
   std::thread checkpoint_thread_;
 
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> requests_{0}, bad_frames_{0}, duplicates_{0}, refused_{0}, lost_replies_{0};
+  std::atomic<uint64_t> requests_{0}, good_frames_{0}, bad_frames_{0}, duplicates_{0}, refused_{0}, lost_replies_{0};
   std::thread thread_;
 };
 

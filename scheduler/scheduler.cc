@@ -342,6 +342,9 @@ SchedulerStats Scheduler::stats() const {
   s.window_grows = window_grows_.load(std::memory_order_relaxed);
   s.window_shrinks = window_shrinks_.load(std::memory_order_relaxed);
   s.starved = starved_.load(std::memory_order_relaxed);
+  s.active_now = active_now_.load(std::memory_order_relaxed);
+  s.ready_queue = ready_q_.size();
+  s.parked_now = parked_now_.load(std::memory_order_relaxed);
   s.duplicate_sub_batches = duplicate_sub_batches_.load(std::memory_order_relaxed);
   s.lock_thread_cpu_ns = lock_cpu_.Read();
   for (const ThreadCpuSlot& w : worker_cpu_) s.workers_cpu_ns += w.Read();

@@ -110,6 +110,10 @@ struct SchedulerStats {
   uint64_t window = 0;     // the admission window now (admission.h)
   uint64_t window_grows = 0, window_shrinks = 0;
   uint64_t starved = 0;    // times a worker found no runnable txn
+  // Now (gauges for /metrics; read from what the threads publish anyway):
+  uint64_t active_now = 0;    // admitted, unreleased txns
+  uint64_t ready_queue = 0;   // runnable txns waiting for a worker
+  uint64_t parked_now = 0;    // txns waiting for remote reads
   RemoteReadsStats remote_reads;       // accepted, held and refused remote reads by reason
   uint64_t duplicate_sub_batches = 0;  // sub-batches enqueued again (dropped)
   uint64_t pending_sub_batches = 0;    // enqueued, waiting for their turn to merge
