@@ -141,10 +141,8 @@ void CurveAuth::HandleZap() {
     text = "malformed ZAP request";
     malformed_.fetch_add(1, std::memory_order_relaxed);
     LOG_EVERY_T(ERROR, 1) << "ZAP handler (" << options_.domain << "): malformed request of " << frames.size()
-                          << " frame(s)" << (frames.empty() ? "" : absl::StrCat(", version \"",
-                                                                               absl::CHexEscape(frames[0].to_string()),
-                                                                               "\""))
-                          << ": refused (400)";
+                          << " frame(s), version \"" << absl::CHexEscape(frames[0].to_string().substr(0, 16))
+                          << "\": refused (400)";
   } else {
     const std::string address = frames[3].to_string();
     const std::string mechanism = frames[5].to_string();
