@@ -49,7 +49,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
     deploy/local_cluster.sh down --dir=$D >/dev/null 2>&1
     tps=$(sed -n 's/.*"txns_per_sec":\([0-9.]*\).*/\1/p' <<<"$out")
     [ -n "$tps" ] || { echo "round $round curve=$mode: no result: $out"; continue; }
-    cpu_us=$(awk -v t=$((t1 - t0)) -v n=$((r1 - r0)) -v hz="$TICKS" 'BEGIN {printf "%.2f", n > 0 ? t / hz * 1e6 / n : 0}')
+    cpu_us=$(awk -v t=$((t1 - t0)) -v n=$((r1 - r0)) -v hz="$TICKS" 'BEGIN {printf "%.2f", (n > 0 ? t / hz * 1e6 / n : 0)}')
     echo "round $round curve=$mode txns_per_sec=$tps node_cpu_us_per_txn=$cpu_us answered=$((r1 - r0))"
     results+=("$mode $tps $cpu_us")
   done
@@ -61,6 +61,6 @@ off_tps=$(printf '%s\n' "${results[@]}" | awk '$1 == "off" {print $2}' | median)
 on_cpu=$(printf '%s\n' "${results[@]}" | awk '$1 == "on" {print $3}' | median)
 off_cpu=$(printf '%s\n' "${results[@]}" | awk '$1 == "off" {print $3}' | median)
 awk -v a="$on_tps" -v b="$off_tps" -v c="$on_cpu" -v d="$off_cpu" 'BEGIN {
-  printf "median txns/s: CURVE on %.0f, off %.0f, ratio on/off %.2f\n", a, b, b > 0 ? a / b : 0
-  printf "median node CPU us per txn: CURVE on %.2f, off %.2f, ratio on/off %.2f\n", c, d, d > 0 ? c / d : 0
+  printf "median txns/s: CURVE on %.0f, off %.0f, ratio on/off %.2f\n", a, b, (b > 0 ? a / b : 0)
+  printf "median node CPU us per txn: CURVE on %.2f, off %.2f, ratio on/off %.2f\n", c, d, (d > 0 ? c / d : 0)
 }'
