@@ -182,7 +182,9 @@ void Work(Scheme* scheme, BenchBTree* tree, const LatchBenchOptions& o, uint32_t
 
 template <typename Scheme>
 absl::StatusOr<LatchBenchResult> Run(const LatchBenchOptions& o) {
-  const uint64_t max_inserts = static_cast<uint64_t>(o.threads * o.ops_per_thread * std::min(1.0, o.insert_share * 1.1 + 0.01));
+  // Inserts a run may make: the expected share and a margin.
+  const double insert_bound = std::min(1.0, o.insert_share * 1.1 + 0.01);
+  const uint64_t max_inserts = static_cast<uint64_t>(o.threads * o.ops_per_thread * insert_bound);
   BenchBTree tree(BenchBTree::NodesFor(o.keys, max_inserts));
   tree.BulkLoad(o.keys, [](uint64_t i) { return 2 * i; });
   auto scheme = std::make_unique<Scheme>();

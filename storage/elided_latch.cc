@@ -58,7 +58,9 @@ struct ThreadCounters {
   std::atomic<uint64_t> fallback{0};
   std::atomic<uint64_t> aborts[ElidedLatch::kNumAbortCauses] = {};
 
-  static void Bump(std::atomic<uint64_t>& c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  static void Bump(std::atomic<uint64_t>& c) {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
   ElidedLatch::Stats Read() const {
     ElidedLatch::Stats s;
