@@ -1,7 +1,5 @@
 #include "bench/latch_bench.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/bench_btree.h"
+#include "common/thread_cpu.h"
 #include "storage/spin_wait.h"
 #include "storage/version_latch.h"
 
@@ -133,12 +132,6 @@ inline uint64_t SplitMix64(uint64_t* state) {
   return z ^ (z >> 31);
 }
 
-double ThreadCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 struct Found {
   bool found;
   uint64_t value;
@@ -153,7 +146,7 @@ void Work(Scheme* scheme, BenchBTree* tree, const LatchBenchOptions& o, uint32_t
   ready->fetch_add(1);
   while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
   const ElidedLatch::Stats elision0 = ElidedLatch::ThreadStats();
-  const double cpu0 = ThreadCpuSeconds();
+  const uint64_t cpu0 = SelfThreadCpuNs();
   c->start = std::chrono::steady_clock::now();
   for (uint64_t i = 0; i < o.ops_per_thread; ++i) {
     const uint64_t r = SplitMix64(&rng);
@@ -176,7 +169,7 @@ void Work(Scheme* scheme, BenchBTree* tree, const LatchBenchOptions& o, uint32_t
     }
   }
   c->end = std::chrono::steady_clock::now();
-  c->cpu_seconds = ThreadCpuSeconds() - cpu0;
+  c->cpu_seconds = (SelfThreadCpuNs() - cpu0) * 1e-9;
   c->elision = ElidedLatch::ThreadStats() - elision0;
 }
 

@@ -48,6 +48,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, const Partitioner* partiti
       merged_epoch_(options.first_epoch) {
   transport->RegisterReceiver(options_.partition, this);
   window_.store(core_.admission().window(), std::memory_order_relaxed);
+  worker_cpu_.resize(options_.workers);  // before any thread reads stats()
 }
 
 Scheduler::~Scheduler() { Stop(); }
@@ -57,12 +58,16 @@ void Scheduler::Start() {
   const std::string p = std::to_string(options_.partition);
   lock_thread_ = std::thread([this, p] {
     SetThreadName("detdb-lock-" + p);
+    lock_cpu_.Begin();
     LockThread();
+    lock_cpu_.End();
   });
   for (uint32_t i = 0; i < options_.workers; ++i)
-    workers_.emplace_back([this, p] {
+    workers_.emplace_back([this, p, cpu = &worker_cpu_[i]] {
       SetThreadName("detdb-work-" + p);
+      cpu->Begin();
       WorkerThread();
+      cpu->End();
     });
 }
 
@@ -338,6 +343,8 @@ SchedulerStats Scheduler::stats() const {
   s.window_shrinks = window_shrinks_.load(std::memory_order_relaxed);
   s.starved = starved_.load(std::memory_order_relaxed);
   s.duplicate_sub_batches = duplicate_sub_batches_.load(std::memory_order_relaxed);
+  s.lock_thread_cpu_ns = lock_cpu_.Read();
+  for (const ThreadCpuSlot& w : worker_cpu_) s.workers_cpu_ns += w.Read();
   {
     std::lock_guard<std::mutex> l(in_mu_);
     s.pending_sub_batches = merger_.pending();

@@ -50,6 +50,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <functional>
 #include <memory>
@@ -61,6 +62,7 @@
 #include "absl/status/statusor.h"
 #include "common/notifier.h"
 #include "common/partitioner.h"
+#include "common/thread_cpu.h"
 #include "common/work_queue.h"
 #include "lockmgr/lock_manager.h"
 #include "proto/detdb.pb.h"
@@ -111,6 +113,11 @@ struct SchedulerStats {
   RemoteReadsStats remote_reads;       // accepted, held and refused remote reads by reason
   uint64_t duplicate_sub_batches = 0;  // sub-batches enqueued again (dropped)
   uint64_t pending_sub_batches = 0;    // enqueued, waiting for their turn to merge
+  // CPU time (ns) the lock thread and the workers (together) have used so
+  // far: what the lock side costs end to end (lock manager, merge,
+  // admission, wake-ups) beside execution. Statistics only.
+  uint64_t lock_thread_cpu_ns = 0;
+  uint64_t workers_cpu_ns = 0;
 };
 
 class Scheduler final : public RemoteReadsReceiver, private CoreListener {
@@ -236,6 +243,8 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
 
   std::thread lock_thread_;
   std::vector<std::thread> workers_;
+  ThreadCpuSlot lock_cpu_;
+  std::deque<ThreadCpuSlot> worker_cpu_;  // one per worker; created before they start
 };
 
 }  // namespace detdb
