@@ -370,6 +370,7 @@ int main(int argc, char** argv) {
                     "       detdb-bench calibrate --out=FILE       (the simulation's costs on this host)\n"
                     "       detdb-bench simulate [--nodes=M] [--partitions=P] [--workers=N] [--compare] [--validate]\n"
                     "       detdb-bench figure NAME --out=DIR [--real]  (NAME: fig2..fig9, table2, all)\n"
+                    "       detdb-bench figure elision --out=DIR   (seed 001: index latches, lock elision)\n"
                     "       detdb-bench crash --nodes=3 --kills=K --seed=S [--crash_mode=one|all|mixed]\n"
                     "       detdb-bench micro --helpshort   (all flags)\n");
     return 2;

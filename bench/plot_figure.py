@@ -6,6 +6,8 @@ usage: plot_figure.py CSV PNG TITLE XLABEL [logx]
 The CSV has the columns figure,x,series,txns_per_sec,mode[,sim_txns_per_sec];
 one line per series (lock manager), throughput against x. With the sim
 column (a --real run), the simulation's prediction is drawn dashed beside it.
+A CSV with ops_per_sec instead of txns_per_sec (figure elision: index
+operations, not txns) is drawn the same way, labelled operations/s.
 Needs python3-matplotlib (deploy/install-deps.sh installs it).
 """
 import csv
@@ -23,10 +25,16 @@ def main():
     path, png, title, xlabel = sys.argv[1:5]
     logx = len(sys.argv) > 5 and sys.argv[5] == "logx"
     series, sim, modes = {}, {}, set()
+    ylabel = "throughput (txns/s)"
     with open(path) as f:
         for row in csv.DictReader(f):
             x = float(row["x"])
-            series.setdefault(row["series"], []).append((x, float(row["txns_per_sec"])))
+            if "ops_per_sec" in row:
+                ylabel = "throughput (operations/s)"
+                y = float(row["ops_per_sec"])
+            else:
+                y = float(row["txns_per_sec"])
+            series.setdefault(row["series"], []).append((x, y))
             if row.get("sim_txns_per_sec"):
                 sim.setdefault(row["series"], []).append((x, float(row["sim_txns_per_sec"])))
             modes.add(row["mode"])
@@ -41,7 +49,7 @@ def main():
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("throughput (txns/s)")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.set_title(title + " [" + ", ".join(sorted(modes)) + "]", fontsize=9)
     ax.grid(True, alpha=0.3)

@@ -15,10 +15,12 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "deploy/http_server.h"
 #include "deploy/node.h"
 #include "deploy/test_cluster.h"
+#include "storage/elided_latch.h"
 
 namespace detdb {
 namespace {
@@ -179,6 +181,10 @@ TEST(NodeHttp, UnreadyNodeIsUnhealthy) {
   EXPECT_EQ(m->status, 200);
   EXPECT_NE(m->body.find("\ndetdb_ready 0\n"), std::string::npos) << m->body;
   EXPECT_NE(m->body.find("detdb_txns_committed_total{partition=\"0\"} 0\n"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find(absl::StrCat("\ndetdb_latch_elision_enabled ", ElidedLatch::ElisionEnabled() ? 1 : 0, "\n")),
+            std::string::npos)
+      << m->body;
+  EXPECT_NE(m->body.find("\ndetdb_latch_aborts_total{cause=\"capacity\"} "), std::string::npos) << m->body;
   ASSERT_TRUE(HavePromtool()) << kNoPromtool;
   EXPECT_EQ(PromtoolCheck(m->body), "");
   EXPECT_TRUE((*node)->Stop(std::chrono::milliseconds(0)).ok());

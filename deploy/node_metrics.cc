@@ -1,14 +1,15 @@
 // Node::MetricsText and Node::Healthz: a node's /metrics page (Prometheus
 // text format) and /healthz, read at scrape time from the counters the
-// engine, its schedulers, the input log, the peer network and the client
-// endpoint keep anyway (nothing is counted twice on the hot paths). The
-// metric list is in docs/OPERATING.md.
+// engine, its schedulers, the input log, the peer network, the client
+// endpoint and the storage latches keep anyway (nothing is counted twice on
+// the hot paths). The metric list is in docs/OPERATING.md.
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "deploy/node.h"
 #include "scheduler/remote_reads_guard.h"
+#include "storage/elided_latch.h"
 
 namespace detdb {
 namespace {
@@ -184,6 +185,18 @@ std::string Node::MetricsText() const {
     m.Sample("detdb_curve_refused_total", {{"port", port}, {"reason", "mechanism"}}, c.refused_mechanism);
     m.Sample("detdb_curve_refused_total", {{"port", port}, {"reason", "protocol"}}, c.refused_protocol);
   }
+
+  // Storage latches (seed 001): lock elision where the CPU has RTM. The
+  // counters are per thread and summed here (docs/STORAGE.md).
+  const ElidedLatch::Stats ls = ElidedLatch::GlobalStats();
+  m.Gauge("detdb_latch_elision_enabled", "1 if storage latches elide with hardware transactions (RTM)",
+          ElidedLatch::ElisionEnabled() ? 1 : 0);
+  m.Counter("detdb_latch_elided_total", "Storage latch sections committed as hardware transactions", ls.elided);
+  m.Counter("detdb_latch_fallbacks_total", "Storage latch sections that took the latch after aborts", ls.fallback);
+  m.Family("detdb_latch_aborts_total", "counter", "Hardware transactions of storage latches that aborted, by cause");
+  for (int c = 0; c < ElidedLatch::kNumAbortCauses; ++c)
+    m.Sample("detdb_latch_aborts_total", {{"cause", ElidedLatch::AbortCauseName(ElidedLatch::AbortCause(c))}},
+             ls.aborts_by_cause[c]);
   return m.text();
 }
 

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -230,15 +229,11 @@ int64_t Table::GrowThreshold(uint64_t buckets) const {
 
 Record* Table::GetAbsent(Key k, uint64_t h) const {
   const Stripe& stripe = StripeOf(h);
-  for (int spins = 0;; ++spins) {
-    const uint64_t seq = stripe.seq.load(std::memory_order_acquire);
-    if (seq & 1) {  // a migration of this stripe is moving records
-      if (spins % 256 == 255) std::this_thread::yield();
-      continue;
-    }
+  for (;;) {
+    // Waits while a migration of this stripe is moving records.
+    const uint64_t seq = stripe.seq.ReadBegin();
     if (Record* r = Find(BucketFor(h), k, h)) return r;
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (stripe.seq.load(std::memory_order_relaxed) == seq) return nullptr;
+    if (stripe.seq.ReadValidate(seq)) return nullptr;
   }
 }
 
@@ -397,10 +392,9 @@ void Table::MigrateBucket(Migration* m, uint64_t ob) {
     (h & split_bit ? filter_hi : filter_lo) |= FilterBit(h);
   }
   // Seqlock write side: odd while records move, so a reader that misses a
-  // key meanwhile looks again (GetAbsent).
-  const uint64_t seq = stripe.seq.load(std::memory_order_relaxed);
-  stripe.seq.store(seq + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  // key meanwhile looks again (GetAbsent). The stripe latch excludes other
+  // writers.
+  stripe.seq.WriteBegin();
   // lo and hi are empty: their keys have lived in src until now.
   lo.filter.store(filter_lo, std::memory_order_release);
   hi.filter.store(filter_hi, std::memory_order_release);
@@ -420,7 +414,7 @@ void Table::MigrateBucket(Migration* m, uint64_t ob) {
   }
   src.filter.store(0, std::memory_order_release);
   m->from->moved[ob].store(1, std::memory_order_release);
-  stripe.seq.store(seq + 2, std::memory_order_release);
+  stripe.seq.WriteEnd();
   stripe.latch.Unlock();
 }
 

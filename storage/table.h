@@ -27,7 +27,7 @@
 //  - a lookup that FINDS its key is right whatever happens meanwhile (a
 //    record is found only by its key, and records do not move);
 //  - a lookup that does not find it validates against its stripe's
-//    sequence count (a seqlock that only migration bumps; every bucket a
+//    sequence count (a VersionLatch that only migration bumps; every bucket a
 //    key can ever live in belongs to one stripe, since stripe = hash mod a
 //    stripe count that never exceeds the bucket count) and looks again if
 //    a migration of its stripe ran meanwhile. So a reader never misses a
@@ -85,6 +85,7 @@
 #include "common/hash.h"
 #include "common/types.h"
 #include "storage/elided_latch.h"
+#include "storage/version_latch.h"
 
 namespace detdb {
 
@@ -338,7 +339,8 @@ class Table {
   }
 
   // One latch, the record count of the buckets it guards and the sequence
-  // count of their migrations (odd while one runs). Each on a cache line of
+  // count of their migrations (a VersionLatch: odd while one runs; its
+  // writers are excluded by the latch). Each on a cache line of
   // its own: an elided section reads the latch word, so neither a
   // neighbour's latch taken for real nor a count update may share its line
   // (the count is updated after the critical section); readers of absent
@@ -346,7 +348,7 @@ class Table {
   struct alignas(64) Stripe {
     ElidedLatch latch;
     alignas(64) std::atomic<int64_t> records{0};  // may dip below 0 briefly
-    alignas(64) std::atomic<uint64_t> seq{0};
+    alignas(64) VersionLatch seq;
   };
 
   // A chain's head and the filter of its keys (see the file comment).
