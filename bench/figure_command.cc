@@ -267,12 +267,18 @@ int RunFigure(const Figure& f, const SimCosts* costs, const std::vector<std::str
   csv.close();
   printf("(%s; %u worker(s) + 1 lock thread per partition; this host: %u cores%s)\n", modes.c_str(), workers, cores,
          FLAGS_real ? "; real (s simulated)" : "");
-  const std::string png = FLAGS_out + "/" + f.name + ".png";
+  return PlotFigureCsv(csv_path, FLAGS_out + "/" + f.name + ".png", f.title, f.xlabel, f.logx);
+}
+
+}  // namespace
+
+int PlotFigureCsv(const std::string& csv_path, const std::string& png, const std::string& title,
+                  const std::string& xlabel, bool logx) {
   // Debian's python3-matplotlib is for Debian's python3 (a python3 earlier
   // on PATH, e.g. pyenv's, may lack it).
   const std::string python = std::ifstream("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string cmd = absl::StrCat(python, " '", PlotScript(), "' '", csv_path, "' '", png, "' '", f.title,
-                                       "' '", f.xlabel, "'", f.logx ? " logx" : "");
+  const std::string cmd = absl::StrCat(python, " '", PlotScript(), "' '", csv_path, "' '", png, "' '", title,
+                                       "' '", xlabel, "'", logx ? " logx" : "");
   if (std::system(cmd.c_str()) != 0) {
     fprintf(stderr, "detdb-bench figure: plotting failed (%s); the CSV is %s. Is python3-matplotlib installed?\n",
             cmd.c_str(), csv_path.c_str());
@@ -282,19 +288,18 @@ int RunFigure(const Figure& f, const SimCosts* costs, const std::vector<std::str
   return 0;
 }
 
-}  // namespace
-
 int FigureCommand(const std::string& name) {
   if (FLAGS_out.empty()) {
     fprintf(stderr, "detdb-bench figure NAME: give --out=DIR\n");
     return 2;
   }
   std::filesystem::create_directories(FLAGS_out);
+  if (name == "staged") return StagedFigure();  // seed 003: bench/staged_figure.cc
   std::vector<Figure> chosen;
   for (const Figure& f : Figures())
     if (name == "all" || f.name == name) chosen.push_back(f);
   if (chosen.empty()) {
-    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig10, table2, all)\n", name.c_str());
+    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig10, table2, all, staged)\n", name.c_str());
     return 2;
   }
   const std::vector<std::string> lms = Split(FLAGS_figure_lock_managers);

@@ -16,6 +16,12 @@ int CalibrateCommand();
 int SimulateCommand();
 // bench/figure_command.cc: `detdb-bench figure NAME`.
 int FigureCommand(const std::string& name);
+// Plots a CSV of FigureCommand's columns into png (bench/plot_figure.py);
+// 0 on success, else 1 with the error printed.
+int PlotFigureCsv(const std::string& csv_path, const std::string& png, const std::string& title,
+                  const std::string& xlabel, bool logx);
+// `detdb-bench figure staged --out DIR` (seed 003): bench/staged_figure.cc.
+int StagedFigure();
 // The microbenchmark, simulation and real-run options the flags give.
 MicroOptions MicroFromFlags();
 SimOptions SimFromFlags();

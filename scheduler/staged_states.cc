@@ -1,0 +1,116 @@
+#include "scheduler/staged_states.h"
+
+#include <algorithm>
+#include <new>
+
+#include "glog/logging.h"
+
+namespace detdb {
+
+struct StagedStates::Group {
+  explicit Group(SlabPool* pool) : mem(pool) {}
+  SlabGroup mem;
+  uint32_t to_make = 0;  // New calls still to come
+  uint32_t live = 0;     // made, not released
+  Group* prev = nullptr;
+  Group* next = nullptr;
+};
+
+// Lives in its group's slab, its arena's first chunk right after it.
+struct StagedStates::State {
+  State(SlabPool* pool, void* first, size_t first_bytes, Group* g)
+      : arena(pool, first, first_bytes), group(g), st(&arena) {
+    st.alloc_tag = this;
+  }
+  TxnArena arena;
+  Group* const group;
+  uint32_t keys = 0;
+  State* prev = nullptr;
+  State* next = nullptr;
+  PartitionTxn st;
+};
+
+namespace {
+template <typename T>
+void Link(T** head, T* x) {
+  x->prev = nullptr;
+  x->next = *head;
+  if (*head != nullptr) (*head)->prev = x;
+  *head = x;
+}
+template <typename T>
+void Unlink(T** head, T* x) {
+  if (x->prev != nullptr) x->prev->next = x->next;
+  else *head = x->next;
+  if (x->next != nullptr) x->next->prev = x->prev;
+}
+constexpr size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+}  // namespace
+
+StagedStates::StagedStates(size_t slab_bytes) : pool_(slab_bytes, kMaxFreeSlabs) {}
+
+StagedStates::~StagedStates() {
+  while (live_head_ != nullptr) Release(&live_head_->st);  // frees each group as its last state goes
+  while (groups_head_ != nullptr) FreeGroup(groups_head_);  // groups with states never made
+}
+
+void StagedStates::OpenGroup(uint32_t txns) {
+  CHECK_GT(txns, 0u);
+  CHECK(open_ == nullptr || open_->to_make == 0) << "a group opened before all of the last one was made";
+  Group* g = groups_.New(&pool_);
+  g->to_make = txns;
+  Link(&groups_head_, g);
+  ++groups_open_;
+  open_ = g;
+}
+
+PartitionTxn* StagedStates::New(uint32_t keys) {
+  Group* g = open_;
+  CHECK(g != nullptr && g->to_make > 0) << "StagedStates::New without an open group";
+  // The first chunk: what txns used per key so far, with room to spare, on
+  // whole cache lines (two workers never write one line), within a slab's
+  // share for small blocks.
+  const size_t head = RoundUp(sizeof(State), 64);
+  const size_t want = RoundUp(static_cast<size_t>(256 + 1.25 * bytes_per_key_ * keys), 64);
+  const size_t first = std::min(want, RoundUp(pool_.large_threshold(), 64) - head);
+  void* mem = g->mem.Allocate(head + first, 64);
+  State* s = new (mem) State(&pool_, static_cast<char*>(mem) + head, first, g);
+  s->keys = keys;
+  Link(&live_head_, s);
+  --g->to_make;
+  ++g->live;
+  ++states_live_;
+  return &s->st;
+}
+
+void StagedStates::Release(PartitionTxn* st) {
+  State* s = static_cast<State*>(st->alloc_tag);
+  DCHECK(s != nullptr && &s->st == st) << "not a staged state";
+  Group* g = s->group;
+  if (s->keys > 0) bytes_per_key_ += (static_cast<double>(s->arena.used()) / s->keys - bytes_per_key_) / 16;
+  s->st.~PartitionTxn();
+  SlabChain slabs = s->arena.TakeSlabs();
+  for (SlabHeader* h = slabs.head; h != nullptr; h = h->next) ++overflow_slabs_;
+  g->mem.Adopt(&slabs);
+  Unlink(&live_head_, s);
+  s->arena.~TxnArena();
+  --states_live_;
+  if (--g->live == 0 && g->to_make == 0) FreeGroup(g);
+}
+
+void StagedStates::FreeGroup(Group* g) {
+  Unlink(&groups_head_, g);
+  if (open_ == g) open_ = nullptr;
+  g->mem.Release();  // every state of it, in one step
+  groups_.Delete(g);
+  --groups_open_;
+}
+
+StagedStates::Stats StagedStates::stats() const {
+  return {.groups_open = groups_open_,
+          .states_live = states_live_,
+          .overflow_slabs = overflow_slabs_,
+          .pool = pool_.stats()};
+}
+
+}  // namespace detdb
