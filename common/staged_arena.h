@@ -274,23 +274,35 @@ class TxnArena final : public std::pmr::memory_resource {
   // Bytes handed out so far (alignment padding included).
   size_t used() const { return used_; }
 
+  // allocate() without the virtual call. REQUIRES: align a power of two <= 64.
+  void* Allocate(size_t bytes, size_t align) {
+    char* p = staged_internal::AlignUp(cur_, align);
+    if (p != nullptr && p + bytes <= end_) [[likely]] {
+      used_ += static_cast<size_t>(p + bytes - cur_);
+      cur_ = p + bytes;
+      return p;
+    }
+    return Refill(bytes, align);
+  }
+
  private:
   void* do_allocate(size_t bytes, size_t align) override {
     if (align > SlabHeader::kAlign) throw std::bad_alloc();  // never asked for by detdb's containers
-    char* p = staged_internal::AlignUp(cur_, align);
-    if (p == nullptr || p + bytes > end_) {
-      if (bytes > pool_->large_threshold()) {
-        SlabHeader* h = pool_->TakeLarge(bytes);
-        slabs_.Push(h);
-        used_ += bytes;
-        return h->data();
-      }
-      SlabHeader* h = pool_->Take();
+    return Allocate(bytes, align);
+  }
+  // Allocate's slow path: a new slab, or a large block.
+  void* Refill(size_t bytes, size_t align) {
+    if (bytes > pool_->large_threshold()) {
+      SlabHeader* h = pool_->TakeLarge(bytes);
       slabs_.Push(h);
-      cur_ = h->data();
-      end_ = cur_ + pool_->slab_capacity();
-      p = staged_internal::AlignUp(cur_, align);
+      used_ += bytes;
+      return h->data();
     }
+    SlabHeader* h = pool_->Take();
+    slabs_.Push(h);
+    cur_ = h->data();
+    end_ = cur_ + pool_->slab_capacity();
+    char* p = staged_internal::AlignUp(cur_, align);
     used_ += static_cast<size_t>(p + bytes - cur_);
     cur_ = p + bytes;
     return p;

@@ -45,9 +45,7 @@ bool Has(const C& c, PartitionId p) {
 constexpr size_t kIndexAbove = 16;
 }  // namespace
 
-char* ByteArena::Allocate(size_t n) {
-  n = (n + 7) & ~size_t{7};
-  if (staged_ != nullptr) return static_cast<char*>(staged_->allocate(n, 8));
+char* ByteArena::AllocateOnHeap(size_t n) {
   if (n > kBlock) {  // a large value: a block of its own
     large_.push_back(std::make_unique<char[]>(n));
     return large_.back().get();

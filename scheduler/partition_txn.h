@@ -28,6 +28,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/partitioner.h"
+#include "common/staged_arena.h"
 #include "lockmgr/lock_manager.h"
 #include "proto/detdb.pb.h"
 #include "scheduler/procedure.h"
@@ -55,12 +56,18 @@ std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn);
 // resource, every value comes from it instead (freed in bulk, Reset a no-op).
 class ByteArena {
  public:
-  explicit ByteArena(std::pmr::memory_resource* staged = nullptr) : staged_(staged) {}
-  char* Allocate(size_t n);
+  explicit ByteArena(TxnArena* staged = nullptr) : staged_(staged) {}
+  char* Allocate(size_t n) {
+    n = (n + 7) & ~size_t{7};
+    if (staged_ != nullptr) return static_cast<char*>(staged_->Allocate(n, 8));
+    return AllocateOnHeap(n);
+  }
   void Reset();
 
  private:
-  std::pmr::memory_resource* const staged_;
+  char* AllocateOnHeap(size_t n);
+
+  TxnArena* const staged_;
   static constexpr size_t kBlock = 16 << 10;
   std::vector<std::unique_ptr<char[]>> blocks_;
   std::vector<std::unique_ptr<char[]>> large_;
@@ -80,7 +87,7 @@ struct PartitionTxn {
   PartitionTxn() : PartitionTxn(nullptr) {}
   // staged: everything of this txn is allocated from it (and never freed
   // one by one); nullptr: the heap.
-  explicit PartitionTxn(std::pmr::memory_resource* mr)
+  explicit PartitionTxn(TxnArena* mr)
       : staged(mr),
         local_reads(Mr()),
         local_writes(Mr()),
@@ -104,7 +111,7 @@ struct PartitionTxn {
     std::string bytes;  // remote reads only (staged: copied to the arena, `data` set)
     std::string_view view() const { return data != nullptr ? std::string_view(data, size) : std::string_view(bytes); }
   };
-  std::pmr::memory_resource* const staged;
+  TxnArena* const staged;
   void* alloc_tag = nullptr;  // the allocator's (staged_states.h)
   LockTxn lt;
   const pb::Txn* txn = nullptr;
@@ -133,7 +140,7 @@ struct PartitionTxn {
 
  private:
   std::pmr::memory_resource* Mr() const {
-    return staged != nullptr ? staged : std::pmr::new_delete_resource();
+    return staged != nullptr ? static_cast<std::pmr::memory_resource*>(staged) : std::pmr::new_delete_resource();
   }
 };
 

@@ -11,7 +11,9 @@ struct StagedStates::Group {
   explicit Group(SlabPool* pool) : mem(pool) {}
   SlabGroup mem;
   uint32_t to_make = 0;  // New calls still to come
+  uint32_t made = 0;
   uint32_t live = 0;     // made, not released
+  State** slots = nullptr;  // by the order made; nullptr once released (in the group's memory)
   Group* prev = nullptr;
   Group* next = nullptr;
 };
@@ -25,8 +27,7 @@ struct StagedStates::State {
   TxnArena arena;
   Group* const group;
   uint32_t keys = 0;
-  State* prev = nullptr;
-  State* next = nullptr;
+  uint32_t slot = 0;  // in group->slots
   PartitionTxn st;
 };
 
@@ -50,8 +51,12 @@ constexpr size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 StagedStates::StagedStates(size_t slab_bytes) : pool_(slab_bytes, kMaxFreeSlabs) {}
 
 StagedStates::~StagedStates() {
-  while (live_head_ != nullptr) Release(&live_head_->st);  // frees each group as its last state goes
-  while (groups_head_ != nullptr) FreeGroup(groups_head_);  // groups with states never made
+  while (groups_head_ != nullptr) {
+    Group* g = groups_head_;
+    for (uint32_t i = 0; i < g->made; ++i)
+      if (g->slots[i] != nullptr) Destroy(g->slots[i]);  // drops its owner
+    FreeGroup(g);
+  }
 }
 
 void StagedStates::OpenGroup(uint32_t txns) {
@@ -59,6 +64,7 @@ void StagedStates::OpenGroup(uint32_t txns) {
   CHECK(open_ == nullptr || open_->to_make == 0) << "a group opened before all of the last one was made";
   Group* g = groups_.New(&pool_);
   g->to_make = txns;
+  g->slots = static_cast<State**>(g->mem.Allocate(sizeof(State*) * txns, alignof(State*)));
   Link(&groups_head_, g);
   ++groups_open_;
   open_ = g;
@@ -76,7 +82,12 @@ PartitionTxn* StagedStates::New(uint32_t keys) {
   void* mem = g->mem.Allocate(head + first, 64);
   State* s = new (mem) State(&pool_, static_cast<char*>(mem) + head, first, g);
   s->keys = keys;
-  Link(&live_head_, s);
+  s->slot = g->made;
+  g->slots[g->made++] = s;
+  // The next state will most likely follow this one's chunk: start loading
+  // its lines (fresh memory) while this txn locks.
+  const char* next = static_cast<const char*>(mem) + head + first;
+  for (size_t off = 0; off < head; off += 64) __builtin_prefetch(next + off, 1);
   --g->to_make;
   ++g->live;
   ++states_live_;
@@ -88,14 +99,20 @@ void StagedStates::Release(PartitionTxn* st) {
   DCHECK(s != nullptr && &s->st == st) << "not a staged state";
   Group* g = s->group;
   if (s->keys > 0) bytes_per_key_ += (static_cast<double>(s->arena.used()) / s->keys - bytes_per_key_) / 16;
+  Destroy(s);
+  if (g->live == 0 && g->to_make == 0) FreeGroup(g);
+}
+
+void StagedStates::Destroy(State* s) {
+  Group* g = s->group;
   s->st.~PartitionTxn();
   SlabChain slabs = s->arena.TakeSlabs();
   for (SlabHeader* h = slabs.head; h != nullptr; h = h->next) ++overflow_slabs_;
   g->mem.Adopt(&slabs);
-  Unlink(&live_head_, s);
+  g->slots[s->slot] = nullptr;
   s->arena.~TxnArena();
   --states_live_;
-  if (--g->live == 0 && g->to_make == 0) FreeGroup(g);
+  --g->live;
 }
 
 void StagedStates::FreeGroup(Group* g) {

@@ -69,13 +69,14 @@ class StagedStates {
   struct Group;
   struct State;
 
+  // Destroys s (its slabs join its group's); does not free the group.
+  void Destroy(State* s);
   void FreeGroup(Group* g);
 
   SlabPool pool_;  // first: destroyed last
   StagedPool<Group> groups_{256};
   Group* open_ = nullptr;        // the group New takes from
   Group* groups_head_ = nullptr;  // every group not freed
-  State* live_head_ = nullptr;    // every state not released
   uint64_t groups_open_ = 0, states_live_ = 0, overflow_slabs_ = 0;
   double bytes_per_key_ = 96;     // what a txn's arena used per key (moving average)
 };
