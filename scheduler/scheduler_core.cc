@@ -77,7 +77,7 @@ const pb::Txn* PartitionCore::NextInput() {
 PartitionTxn* PartitionCore::NewState(const pb::Txn* txn) {
   PartitionTxn* st;
   if (staged_ != nullptr) {
-    st = staged_->New(static_cast<uint32_t>(txn->read_set_size() + txn->write_set_size()));
+    st = staged_->New(static_cast<uint32_t>(txn->read_set_size() + txn->write_set_size()), txn->type());
   } else if (free_states_.empty()) {
     all_states_.push_back(std::make_unique<PartitionTxn>());
     st = all_states_.back().get();

@@ -27,6 +27,7 @@ struct StagedStates::State {
   TxnArena arena;
   Group* const group;
   uint32_t keys = 0;
+  uint32_t type = 0;  // modulo kTypes
   uint32_t slot = 0;  // in group->slots
   PartitionTxn st;
 };
@@ -48,7 +49,9 @@ void Unlink(T** head, T* x) {
 constexpr size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
-StagedStates::StagedStates(size_t slab_bytes) : pool_(slab_bytes, kMaxFreeSlabs) {}
+StagedStates::StagedStates(size_t slab_bytes) : pool_(slab_bytes, kMaxFreeSlabs) {
+  for (double& b : bytes_per_key_) b = 96;
+}
 
 StagedStates::~StagedStates() {
   while (groups_head_ != nullptr) {
@@ -70,18 +73,19 @@ void StagedStates::OpenGroup(uint32_t txns) {
   open_ = g;
 }
 
-PartitionTxn* StagedStates::New(uint32_t keys) {
+PartitionTxn* StagedStates::New(uint32_t keys, uint32_t type) {
   Group* g = open_;
   CHECK(g != nullptr && g->to_make > 0) << "StagedStates::New without an open group";
   // The first chunk: what txns used per key so far, with room to spare, on
   // whole cache lines (two workers never write one line), within a slab's
   // share for small blocks.
   const size_t head = RoundUp(sizeof(State), 64);
-  const size_t want = RoundUp(static_cast<size_t>(256 + 1.25 * bytes_per_key_ * keys), 64);
+  const size_t want = RoundUp(static_cast<size_t>(256 + 1.5 * bytes_per_key_[type % kTypes] * keys), 64);
   const size_t first = std::min(want, RoundUp(pool_.large_threshold(), 64) - head);
   void* mem = g->mem.Allocate(head + first, 64);
   State* s = new (mem) State(&pool_, static_cast<char*>(mem) + head, first, g);
   s->keys = keys;
+  s->type = type % kTypes;
   s->slot = g->made;
   g->slots[g->made++] = s;
   // The next state will most likely follow this one's chunk: start loading
@@ -98,7 +102,10 @@ void StagedStates::Release(PartitionTxn* st) {
   State* s = static_cast<State*>(st->alloc_tag);
   DCHECK(s != nullptr && &s->st == st) << "not a staged state";
   Group* g = s->group;
-  if (s->keys > 0) bytes_per_key_ += (static_cast<double>(s->arena.used()) / s->keys - bytes_per_key_) / 16;
+  if (s->keys > 0) {
+    double& b = bytes_per_key_[s->type];
+    b += (static_cast<double>(s->arena.used()) / s->keys - b) / 16;
+  }
   Destroy(s);
   if (g->live == 0 && g->to_make == 0) FreeGroup(g);
 }

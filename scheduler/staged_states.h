@@ -17,8 +17,9 @@
 // Release; the runner must not touch it after that (the scheduler drops the
 // owner before and never looks at a released state; replies and remote
 // reads leave as copies: TxnResult and RemoteReads messages on the heap).
-// The first chunk is sized from the bytes per key the txns released before
-// used, so that most txns never take a slab of their own.
+// The first chunk is sized from the bytes per key the txns of the same
+// procedure released before used, so that most txns never take a slab of
+// their own.
 //
 // Thread-safety: not thread-safe. OpenGroup, New and Release are the lock
 // side's (PartitionCore's, under the runner's lock-side mutex); the states'
@@ -50,9 +51,10 @@ class StagedStates {
   // every New of the group opened before already made.
   void OpenGroup(uint32_t txns);
   // A state for the next txn of the open group, constructed on its own
-  // arena; keys: the txn's read and write set sizes together (sizes its
-  // first chunk). REQUIRES: a group open with txns left to make.
-  PartitionTxn* New(uint32_t keys);
+  // arena; keys: the txn's read and write set sizes together, type: its
+  // procedure (the two size its first chunk). REQUIRES: a group open with
+  // txns left to make.
+  PartitionTxn* New(uint32_t keys, uint32_t type = 0);
   // Destroys st; the last of its group releases the group's memory.
   // REQUIRES: st from New of this object, not released before.
   void Release(PartitionTxn* st);
@@ -78,7 +80,10 @@ class StagedStates {
   Group* open_ = nullptr;        // the group New takes from
   Group* groups_head_ = nullptr;  // every group not freed
   uint64_t groups_open_ = 0, states_live_ = 0, overflow_slabs_ = 0;
-  double bytes_per_key_ = 96;     // what a txn's arena used per key (moving average)
+  // What a txn's arena used per key, by procedure type (modulo
+  // kTypes; moving averages).
+  static constexpr uint32_t kTypes = 32;
+  double bytes_per_key_[kTypes];
 };
 
 }  // namespace detdb
