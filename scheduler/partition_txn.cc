@@ -47,14 +47,14 @@ constexpr size_t kIndexAbove = 16;
 
 char* ByteArena::AllocateOnHeap(size_t n) {
   if (n > kBlock) {  // a large value: a block of its own
-    large_.push_back(std::make_unique<char[]>(n));
+    large_.push_back(std::make_unique_for_overwrite<char[]>(n));
     return large_.back().get();
   }
   if (blocks_.empty()) {
-    blocks_.push_back(std::make_unique<char[]>(kBlock));
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
     current_ = used_ = 0;
   } else if (used_ + n > kBlock) {
-    if (++current_ == blocks_.size()) blocks_.push_back(std::make_unique<char[]>(kBlock));
+    if (++current_ == blocks_.size()) blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
     used_ = 0;
   }
   char* p = blocks_[current_].get() + used_;
