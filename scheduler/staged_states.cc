@@ -50,6 +50,7 @@ constexpr size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
 StagedStates::StagedStates(size_t slab_bytes) : pool_(slab_bytes, kMaxFreeSlabs) {
+  CHECK_GE(pool_.large_threshold() / 64 * 64, RoundUp(sizeof(State), 64) + 256) << "slabs too small for a state";
   for (double& b : bytes_per_key_) b = 96;
 }
 
@@ -81,7 +82,7 @@ PartitionTxn* StagedStates::New(uint32_t keys, uint32_t type) {
   // share for small blocks.
   const size_t head = RoundUp(sizeof(State), 64);
   const size_t want = RoundUp(static_cast<size_t>(256 + 1.5 * bytes_per_key_[type % kTypes] * keys), 64);
-  const size_t first = std::min(want, RoundUp(pool_.large_threshold(), 64) - head);
+  const size_t first = std::min(want, pool_.large_threshold() / 64 * 64 - head);
   void* mem = g->mem.Allocate(head + first, 64);
   State* s = new (mem) State(&pool_, static_cast<char*>(mem) + head, first, g);
   s->keys = keys;
