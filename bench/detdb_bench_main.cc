@@ -42,6 +42,9 @@ DEFINE_double(duration, 3, "Seconds per lock manager when --txns is 0");
 DEFINE_uint32(outstanding, 4000, "Closed-loop client: txns in flight at most (tpcc: 200 unless given)");
 DEFINE_uint64(epoch_us, 1000, "Sequencer epoch length in microseconds (tpcc in one process: 500 unless given)");
 DEFINE_uint32(max_active, 2000, "Admission cap: active txns per partition at most");
+DEFINE_bool(staged_alloc, false,
+            "Txn states and their buffers from per-sub-batch slabs freed in bulk (seed 003; docs/STORAGE.md); "
+            "false: pooled states with heap buffers");
 DEFINE_bool(adaptive_admission, true, "The admission window adapts to the workers (up to --max_active); false: a fixed window of --max_active");
 DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (power of two)");
 DEFINE_uint64(seed, 1, "Workload seed");
@@ -70,7 +73,7 @@ void PrintJson(const MicroRunResult& r) {
          "\"blocked_at_admission\":%.4f,\"avg_active\":%.1f,\"window\":%.0f,\"parked\":%lu,\"client_busy\":%.3f,"
          "\"cpu_us_per_txn\":%.3f,\"lock_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"peak_lock_bytes\":%zu,\"digest\":\"%016lx\",\"contention\":%g,\"keys_per_txn\":%u,"
          "\"write_fraction\":%g,\"compute_us\":%g,\"depth\":%u,\"multipartition\":%g,"
-         "\"partitions\":%u,\"workers\":%u}\n",
+         "\"partitions\":%u,\"workers\":%u,\"staged_alloc\":%s}\n",
          r.lock_manager.c_str(), r.txns_per_sec, static_cast<unsigned long>(r.committed),
          static_cast<unsigned long>(r.aborted), r.seconds, static_cast<unsigned long>(r.p50_us),
          static_cast<unsigned long>(r.p90_us), static_cast<unsigned long>(r.p99_us),
@@ -78,7 +81,8 @@ void PrintJson(const MicroRunResult& r) {
          static_cast<unsigned long>(r.parked), r.client_busy, r.cpu_us_per_txn, r.lock_us_per_txn,
          r.worker_us_per_txn, r.peak_lock_bytes,
          static_cast<unsigned long>(r.digest), FLAGS_contention, FLAGS_keys_per_txn, FLAGS_write_fraction,
-         FLAGS_compute_us, FLAGS_depth, FLAGS_multipartition, FLAGS_partitions, FLAGS_workers);
+         FLAGS_compute_us, FLAGS_depth, FLAGS_multipartition, FLAGS_partitions, FLAGS_workers,
+         FLAGS_staged_alloc ? "true" : "false");
   fflush(stdout);
 }
 
@@ -242,6 +246,7 @@ int Micro() {
     if (FLAGS_compute_us > 0) printf(", %g us compute per read", FLAGS_compute_us);
     if (FLAGS_depth > 0) printf(", depth %u", FLAGS_depth);
     if (FLAGS_multipartition > 0) printf(", %g multi-partition", FLAGS_multipartition);
+    if (FLAGS_staged_alloc) printf(", staged allocation");
     if (FLAGS_txns > 0) {
       printf("; %lu txns each\n", static_cast<unsigned long>(FLAGS_txns));
     } else {
@@ -369,7 +374,7 @@ int main(int argc, char** argv) {
                     "       detdb-bench tpcc [--compare] [--warehouses=N] [--mix=full] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench calibrate --out=FILE       (the simulation's costs on this host)\n"
                     "       detdb-bench simulate [--nodes=M] [--partitions=P] [--workers=N] [--compare] [--validate]\n"
-                    "       detdb-bench figure NAME --out=DIR [--real]  (NAME: fig2..fig9, table2, all)\n"
+                    "       detdb-bench figure NAME --out=DIR [--real]  (NAME: fig2..fig9, table2, all, staged)\n"
                     "       detdb-bench figure elision --out=DIR   (seed 001: index latches, lock elision)\n"
                     "       detdb-bench crash --nodes=3 --kills=K --seed=S [--crash_mode=one|all|mixed]\n"
                     "       detdb-bench micro --helpshort   (all flags)\n");

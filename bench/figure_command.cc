@@ -300,11 +300,12 @@ int FigureCommand(const std::string& name) {
   }
   std::filesystem::create_directories(FLAGS_out);
   if (name == "elision") return ElisionFigure(FLAGS_out);
+  if (name == "staged") return StagedFigure();  // seed 003: bench/staged_figure.cc
   std::vector<Figure> chosen;
   for (const Figure& f : Figures())
     if (name == "all" || f.name == name) chosen.push_back(f);
   if (chosen.empty()) {
-    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig10, table2, all; elision)\n", name.c_str());
+    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig10, table2, all; elision, staged)\n", name.c_str());
     return 2;
   }
   const std::vector<std::string> lms = Split(FLAGS_figure_lock_managers);

@@ -79,6 +79,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   eo.workers = o.workers;
   eo.release_on_workers = o.release_on_workers;
   eo.adaptive_admission = o.adaptive_admission;
+  eo.staged_alloc = o.staged_alloc;
   eo.lock_manager = o.lock_manager;
   eo.lock = o.lock;
   eo.epoch_us = o.epoch_us;

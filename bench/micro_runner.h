@@ -27,6 +27,7 @@ struct MicroRunOptions {
   uint32_t workers = 1;            // per partition
   bool release_on_workers = true;  // see SchedulerOptions
   bool adaptive_admission = true;  // see SchedulerOptions
+  bool staged_alloc = false;       // see SchedulerOptions
   uint64_t epoch_us = 1000;
   LockManagerOptions lock;
   uint64_t txns = 0;               // stop after this many txns (0: use duration)

@@ -39,6 +39,7 @@ DECLARE_uint32(outstanding);
 DECLARE_uint64(epoch_us);
 DECLARE_uint32(max_active);
 DECLARE_bool(adaptive_admission);
+DECLARE_bool(staged_alloc);
 DECLARE_uint32(table_size);
 DECLARE_uint64(seed);
 DECLARE_bool(json);
@@ -97,6 +98,7 @@ MicroRunOptions RealFromFlags() {
   o.workers = FLAGS_workers;
   o.release_on_workers = FLAGS_release_on_workers;
   o.adaptive_admission = FLAGS_adaptive_admission;
+  o.staged_alloc = FLAGS_staged_alloc;
   o.epoch_us = FLAGS_epoch_us;
   o.lock.max_active = FLAGS_max_active;
   o.lock.table_size = FLAGS_table_size;

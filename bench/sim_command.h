@@ -23,6 +23,8 @@ int PlotFigure(const std::string& csv_path, const std::string& png_path, const s
 // bench/figure_elision.cc: `detdb-bench figure elision` (seed 001's latch
 // benchmark) into out_dir/elision.csv and .png.
 int ElisionFigure(const std::string& out_dir);
+// `detdb-bench figure staged --out DIR` (seed 003): bench/staged_figure.cc.
+int StagedFigure();
 // The microbenchmark, simulation and real-run options the flags give.
 MicroOptions MicroFromFlags();
 SimOptions SimFromFlags();

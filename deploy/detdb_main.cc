@@ -29,6 +29,8 @@ DEFINE_string(config, "", "Cluster config (protobuf text, detdb.pb.ClusterConfig
 DEFINE_int32(node_id, -1, "This node's id in the config; required");
 DEFINE_string(lock_manager, "dclp", "dclp, det2pl, vll, vll_sca or dclp_frag");
 DEFINE_uint32(workers, 1, "Worker threads per partition");
+DEFINE_bool(staged_alloc, false,
+            "Txn states and their buffers from per-sub-batch slabs freed in bulk (seed 003; docs/STORAGE.md)");
 DEFINE_bool(adaptive_admission, true, "The admission window adapts to the workers (up to --max_active); false: a fixed window of --max_active");
 DEFINE_bool(release_on_workers, true, "Workers release their txns' locks (false: only the lock thread touches the lock manager, as in Calvin and the DCLP paper)");
 DEFINE_uint64(epoch_us, 0, "Epoch length in microseconds if the config gives none (all nodes must agree)");
@@ -111,6 +113,7 @@ int main(int argc, char** argv) {
   o.engine.lock_manager = FLAGS_lock_manager;
   o.engine.workers = FLAGS_workers;
   o.engine.release_on_workers = FLAGS_release_on_workers;
+  o.engine.staged_alloc = FLAGS_staged_alloc;
   // As detdb-bench tpcc: the fixed window for TPC-C unless asked (the
   // adaptive one lowers it; docs/ENGINE.md).
   o.engine.adaptive_admission = gflags::GetCommandLineFlagInfoOrDie("adaptive_admission").is_default

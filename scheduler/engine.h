@@ -72,6 +72,7 @@ struct EngineOptions {
   uint32_t workers = 1;               // per partition
   bool release_on_workers = true;     // see SchedulerOptions
   bool adaptive_admission = true;     // see SchedulerOptions (admission.h)
+  bool staged_alloc = false;          // see SchedulerOptions (staged_states.h)
   std::string lock_manager = "dclp";
   LockManagerOptions lock;
   uint64_t epoch_us = 1000;

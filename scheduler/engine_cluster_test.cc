@@ -55,6 +55,7 @@ struct InProcessCluster {
       o.record_history = true;
       o.peers = hub->link(n);
       o.results = clients.back().get();
+      o.staged_alloc = n % 2 == 1;  // staged and pooled txn states must agree (staged_states.h)
       auto e = Engine::Create(o, &parts, &procs);
       if (!e.ok()) return e.status();
       for (PartitionId p : (*e)->local_partitions()) {

@@ -17,10 +17,21 @@ std::vector<PartitionId> ParticipantsOf(const pb::Txn& txn) {
   return out;
 }
 
+namespace {
+template <typename C>
+void AssignExecutors(const pb::Txn& txn, C* out) {
+  if (txn.writers_size() > 0) {
+    out->assign(txn.writers().begin(), txn.writers().end());
+  } else {
+    out->assign(1, txn.readers_size() > 0 ? txn.readers(0) : PartitionId{0});
+  }
+}
+}  // namespace
+
 std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn) {
-  if (txn.writers_size() > 0) return {txn.writers().begin(), txn.writers().end()};
-  if (txn.readers_size() > 0) return {txn.readers(0)};
-  return {0};
+  std::vector<PartitionId> out;
+  AssignExecutors(txn, &out);
+  return out;
 }
 
 namespace {
@@ -34,17 +45,16 @@ bool Has(const C& c, PartitionId p) {
 constexpr size_t kIndexAbove = 16;
 }  // namespace
 
-char* ByteArena::Allocate(size_t n) {
-  n = (n + 7) & ~size_t{7};
+char* ByteArena::AllocateOnHeap(size_t n) {
   if (n > kBlock) {  // a large value: a block of its own
-    large_.push_back(std::make_unique<char[]>(n));
+    large_.push_back(std::make_unique_for_overwrite<char[]>(n));
     return large_.back().get();
   }
   if (blocks_.empty()) {
-    blocks_.push_back(std::make_unique<char[]>(kBlock));
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
     current_ = used_ = 0;
   } else if (used_ + n > kBlock) {
-    if (++current_ == blocks_.size()) blocks_.push_back(std::make_unique<char[]>(kBlock));
+    if (++current_ == blocks_.size()) blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
     used_ = 0;
   }
   char* p = blocks_[current_].get() + used_;
@@ -53,6 +63,7 @@ char* ByteArena::Allocate(size_t n) {
 }
 
 void ByteArena::Reset() {
+  if (staged_ != nullptr) return;  // freed in bulk
   current_ = used_ = 0;
   if (blocks_.size() > 4) blocks_.resize(4);  // keep a few blocks for the next txn
   large_.clear();
@@ -178,11 +189,17 @@ void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<con
   st->owner = std::move(owner);
   st->local_reads.clear();
   st->local_writes.clear();
+  if (st->staged != nullptr) {  // one allocation each (no regrowth on the arena)
+    st->local_reads.reserve(txn->read_set_size());
+    st->local_writes.reserve(txn->write_set_size());
+    st->reads.reserve(txn->read_set_size());
+    st->writes.reserve(txn->write_set_size());
+  }
   for (Key k : txn->read_set())
     if (partitioner_->PartitionOf(k) == self) st->local_reads.push_back(k);
   for (Key k : txn->write_set())
     if (partitioner_->PartitionOf(k) == self) st->local_writes.push_back(k);
-  st->executors = ExecutorsOf(*txn);
+  AssignExecutors(*txn, &st->executors);
   st->reader = !st->local_reads.empty();
   st->executor = Has(st->executors, self);
   st->coordinator = st->executors[0] == self;
@@ -237,8 +254,16 @@ void TxnExecutor::SendReads(PartitionTxn* st) const {
 }
 
 void TxnExecutor::AddRemote(PartitionTxn* st, pb::RemoteReads* msg) {
-  for (pb::KeyValue& kv : *msg->mutable_reads())
-    st->reads.push_back({kv.key(), kv.found(), nullptr, 0, std::move(*kv.mutable_value())});
+  for (pb::KeyValue& kv : *msg->mutable_reads()) {
+    if (st->staged != nullptr) {  // a copy on the txn's arena (the message is freed by the caller)
+      const std::string& v = kv.value();
+      char* p = st->arena.Allocate(v.size());
+      std::memcpy(p, v.data(), v.size());
+      st->reads.push_back({kv.key(), kv.found(), p, static_cast<uint32_t>(v.size()), std::string()});
+    } else {
+      st->reads.push_back({kv.key(), kv.found(), nullptr, 0, std::move(*kv.mutable_value())});
+    }
+  }
   ++st->remote_received;
 }
 

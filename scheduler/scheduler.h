@@ -87,6 +87,9 @@ struct SchedulerOptions {
   // The admission window adapts to the workers (admission.h); false: a
   // fixed window of lock.max_active. lock.max_active is the cap either way.
   bool adaptive_admission = true;
+  // Txn states from per-sub-batch slabs freed in bulk (seed 003;
+  // PartitionCoreOptions::staged_alloc, staged_states.h).
+  bool staged_alloc = false;
   // Remote reads (remote_reads_guard.h): txn ids carry their epoch (cluster
   // mode); how far ahead reads of a txn not taken yet are held; how many
   // bytes of them at most; which partitions are in this process (null: all).

@@ -53,6 +53,7 @@ PartitionCore::PartitionCore(const PartitionCoreOptions& options, std::unique_pt
       input_(input),
       listener_(listener),
       lm_(std::move(lm)),
+      staged_(options.staged_alloc ? std::make_unique<StagedStates>() : nullptr),
       admission_({.workers = options.workers,
                   .max_active = options.max_active,
                   .adaptive = options.adaptive_admission}) {}
@@ -68,13 +69,16 @@ const pb::Txn* PartitionCore::NextInput() {
   while (cursor_ == current_.txns.size()) {
     if (!input_->TakeNext(&current_)) return nullptr;
     cursor_ = 0;
+    if (staged_ != nullptr && !current_.txns.empty()) staged_->OpenGroup(static_cast<uint32_t>(current_.txns.size()));
   }
   return current_.txns[cursor_++];
 }
 
 PartitionTxn* PartitionCore::NewState(const pb::Txn* txn) {
   PartitionTxn* st;
-  if (free_states_.empty()) {
+  if (staged_ != nullptr) {
+    st = staged_->New(static_cast<uint32_t>(txn->read_set_size() + txn->write_set_size()), txn->type());
+  } else if (free_states_.empty()) {
     all_states_.push_back(std::make_unique<PartitionTxn>());
     st = all_states_.back().get();
   } else {
@@ -88,9 +92,13 @@ PartitionTxn* PartitionCore::NewState(const pb::Txn* txn) {
 
 void PartitionCore::Release(PartitionTxn* st, ReadyList* ready) {
   lm_->Release(&st->lt, ready);
-  st->txn = nullptr;
   DCHECK(st->owner == nullptr) << "the owner is dropped by the runner";
-  free_states_.push_back(st);
+  if (staged_ != nullptr) {
+    staged_->Release(st);  // the last of its sub-batch frees the sub-batch's memory
+  } else {
+    st->txn = nullptr;
+    free_states_.push_back(st);
+  }
   --active_;
   ++released_;
   if (listener_ != nullptr) listener_->OnActiveChanged(active_);

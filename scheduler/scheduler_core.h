@@ -39,6 +39,7 @@
 #include "scheduler/admission.h"
 #include "scheduler/partition_txn.h"
 #include "scheduler/remote_reads_guard.h"
+#include "scheduler/staged_states.h"
 
 namespace detdb {
 
@@ -103,6 +104,9 @@ struct PartitionCoreOptions {
   uint32_t workers = 1;         // workers of the partition (the admission window's unit)
   uint32_t max_active = 2000;   // LockManagerOptions::max_active
   bool adaptive_admission = true;
+  // Txn states from per-sub-batch slabs freed in bulk (staged_states.h)
+  // instead of a pool of reused states with their own heap memory.
+  bool staged_alloc = false;
 };
 
 // What one Admit() call did (the runner's statistics).
@@ -162,6 +166,8 @@ class PartitionCore {
   bool window_bound() const { return window_bound_; }
   const AdmissionController& admission() const { return admission_; }
   const LockManager& lock_manager() const { return *lm_; }
+  // The staged allocator (null unless staged_alloc).
+  const StagedStates* staged() const { return staged_.get(); }
   // True iff no txn is admitted and the lock manager is quiescent.
   bool IsQuiescent() const { return active_ == 0 && lm_->IsQuiescent(); }
 
@@ -174,8 +180,9 @@ class PartitionCore {
   MergedInput* const input_;
   CoreListener* const listener_;
   const std::unique_ptr<LockManager> lm_;
-  std::vector<std::unique_ptr<PartitionTxn>> all_states_;
+  std::vector<std::unique_ptr<PartitionTxn>> all_states_;  // pooled
   std::vector<PartitionTxn*> free_states_;
+  std::unique_ptr<StagedStates> staged_;                   // staged_alloc
   uint64_t active_ = 0;
   AdmissionController admission_;
   bool input_idle_ = false;         // the last admission found no input
