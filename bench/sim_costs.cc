@@ -132,12 +132,15 @@ absl::StatusOr<double> ExecNs(uint32_t k, const CalibrateOptions& o) {
   }
   std::vector<double> ns;
   PartitionTxn st;
+  const std::unique_ptr<IntentAgent> intents = store.intents().NewAgent();
   for (uint32_t r = 0; r < o.rounds; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     for (const pb::Txn& txn : txns) {
       exec.Init(&st, &txn, nullptr);
+      exec.AcquireIntents(&st, intents.get());
       exec.ReadLocal(&st);
-      exec.Execute(&st);
+      exec.Execute(&st, intents.get());
+      intents->EndTxn();
     }
     ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n);
   }

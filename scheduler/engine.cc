@@ -24,6 +24,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     return absl::InvalidArgumentError(absl::StrCat("max_pending_bytes (", options.max_pending_bytes,
                                                    ") must hold the largest txn accepted (", largest, " bytes)"));
   if (options.peer_window_us == 0) return absl::InvalidArgumentError("peer_window_us must be positive");
+  if (auto kind = ParseIntentLockKind(options.intent_locks); !kind.ok()) return kind.status();
   if (options.peers != nullptr) {
     if (options.peers->num_nodes() == 0 || options.peers->num_nodes() > EpochBatcher::kMaxSequencers ||
         options.peers->node_id() >= options.peers->num_nodes())
@@ -98,7 +99,8 @@ Engine::Engine(const EngineOptions& options, const Partitioner* partitioner, con
   const PeerLink* peers = options.peers;
   for (PartitionId p = 0; p < partitioner->num_partitions(); ++p) {
     const bool local = peers == nullptr || peers->NodeOf(p) == peers->node_id();
-    stores_.push_back(local ? std::make_unique<PartitionStore>() : nullptr);
+    const PartitionStoreOptions so{.intent_locks = ParseIntentLockKind(options.intent_locks).value_or(IntentLockKind::kLil)};
+    stores_.push_back(local ? std::make_unique<PartitionStore>(so) : nullptr);
     if (local) local_.push_back(p);
   }
   SequencerOptions so;
@@ -220,11 +222,51 @@ absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
   return absl::OkStatus();
 }
 
+absl::Status Engine::ValidateTableOp(const pb::Txn& txn) const {
+  if (!options_.allow_table_ops)
+    return absl::InvalidArgumentError("table operations are not allowed on this node (--allow_table_ops)");
+  const pb::TableOp& op = txn.table_op();
+  if (txn.type() != 0 || !txn.args().empty() || txn.read_set_size() > 0 || txn.write_set_size() > 0)
+    return absl::InvalidArgumentError("a table operation has no type, arguments, read or write set");
+  const Table* t = schema()->GetTable(op.table());
+  if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat("table operation on unknown table ", op.table()));
+  if (op.kind() == pb::TableOp::TRUNCATE) {
+    if (op.rows_size() > 0) return absl::InvalidArgumentError("a truncate has no rows");
+    return absl::OkStatus();
+  }
+  if (op.kind() != pb::TableOp::BULK_LOAD)
+    return absl::InvalidArgumentError(absl::StrCat("unknown table operation ", static_cast<int>(op.kind())));
+  if (static_cast<size_t>(op.rows_size()) > options_.max_keys_per_txn)
+    return absl::InvalidArgumentError(
+        absl::StrCat("bulk load of ", op.rows_size(), " rows; the limit is ", options_.max_keys_per_txn));
+  if (op.ByteSizeLong() > options_.max_args_bytes)
+    return absl::InvalidArgumentError(
+        absl::StrCat("bulk load of ", op.ByteSizeLong(), " bytes; the limit is ", options_.max_args_bytes));
+  for (const pb::KeyValue& kv : op.rows()) {
+    if (KeyTable(kv.key()) != op.table())
+      return absl::InvalidArgumentError(absl::StrCat("bulk load row key ", kv.key(), " is not of table ", op.table()));
+    if (kv.value().size() != t->value_size())
+      return absl::InvalidArgumentError(absl::StrCat("bulk load row of ", kv.value().size(), " bytes; table ",
+                                                     op.table(), " has records of ", t->value_size()));
+    if (partitioner_->PartitionOf(kv.key()) >= stores_.size())
+      return absl::InvalidArgumentError(absl::StrCat("key ", kv.key(), " is outside every partition"));
+    if (options_.key_check) {
+      absl::Status s = options_.key_check(kv.key());
+      if (!s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Engine::Validate(const pb::Txn& txn) const {
+  const bool known_client = txn.client_id() != 0 && (options_.results != nullptr || txn.client_id() <= clients_.size());
+  if (txn.has_table_op()) {  // no procedure, so no workload check
+    if (!known_client) return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
+    return ValidateTableOp(txn);
+  }
   if (procedures_->Find(txn.type()) == nullptr)
     return absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));
-  if (txn.client_id() == 0 || (options_.results == nullptr && txn.client_id() > clients_.size()))
-    return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
+  if (!known_client) return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
   if (txn.args().size() > options_.max_args_bytes)
     return absl::InvalidArgumentError(
         absl::StrCat("txn args of ", txn.args().size(), " bytes; the limit is ", options_.max_args_bytes));

@@ -58,6 +58,10 @@ uint64_t BatchHash(const pb::Batch& batch) {
     XXH3_64bits_update(state, t.args().data(), t.args().size());
     XXH3_64bits_update(state, t.read_set().data(), t.read_set_size() * sizeof(Key));
     XXH3_64bits_update(state, t.write_set().data(), t.write_set_size() * sizeof(Key));
+    if (t.has_table_op()) {
+      const std::string op = t.table_op().SerializeAsString();
+      XXH3_64bits_update(state, op.data(), op.size());
+    }
   }
   const uint64_t h = XXH3_64bits_digest(state);
   XXH3_freeState(state);

@@ -154,7 +154,9 @@ class PartitionCore {
   // Admission stopped (by the lock manager or the window) and is worth
   // resuming now.
   bool AdmissionWorthResuming() const {
-    return admission_blocked_ && lm_->CanAdmit() && admission_.WorthResuming(active_);
+    if (!admission_blocked_) return false;
+    if (table_op_waiting_) return active_ == 0;  // the table operation may start
+    return !table_op_running_ && lm_->CanAdmit() && admission_.WorthResuming(active_);
   }
 
   uint64_t active() const { return active_; }
@@ -179,6 +181,11 @@ class PartitionCore {
   uint64_t active_ = 0;
   AdmissionController admission_;
   bool input_idle_ = false;         // the last admission found no input
+  // A table operation (PartitionTxn::table_op) is admitted alone: it waits
+  // (in lookahead_) until every earlier txn is released, and nothing is
+  // admitted while it runs.
+  bool table_op_waiting_ = false;
+  bool table_op_running_ = false;
   bool admission_blocked_ = false;  // admission waits for CanAdmit() or the window
   bool window_bound_ = false;
   uint64_t starved_seen_ = 0;       // starved_total at the last Adjust

@@ -15,11 +15,11 @@ namespace detdb {
 
 namespace {
 
-constexpr int M(LockMode m) { return static_cast<int>(m); }
+constexpr int M(IntentMode m) { return static_cast<int>(m); }
 
-// Seed 000, Table 4 (N S X IS IX SIX), in the order of LockMode.
+// Seed 000, Table 4 (N S X IS IX SIX), in the order of IntentMode.
 //                            N      IS     IX     S      SIX    X
-constexpr bool kCompat[kLockModes][kLockModes] = {
+constexpr bool kCompat[kIntentModes][kIntentModes] = {
     /* N   */ {true, true, true, true, true, true},
     /* IS  */ {true, true, true, true, true, false},
     /* IX  */ {true, true, true, false, false, false},
@@ -32,18 +32,18 @@ constexpr bool kCompat[kLockModes][kLockModes] = {
 }  // namespace
 
 namespace intent_internal {
-const LockMode kSup[kLockModes][kLockModes] = {
+const IntentMode kSup[kIntentModes][kIntentModes] = {
     // N            IS              IX               S                SIX              X
-    {LockMode::kNone, LockMode::kIS, LockMode::kIX, LockMode::kS, LockMode::kSIX, LockMode::kX},     // N
-    {LockMode::kIS, LockMode::kIS, LockMode::kIX, LockMode::kS, LockMode::kSIX, LockMode::kX},       // IS
-    {LockMode::kIX, LockMode::kIX, LockMode::kIX, LockMode::kSIX, LockMode::kSIX, LockMode::kX},     // IX
-    {LockMode::kS, LockMode::kS, LockMode::kSIX, LockMode::kS, LockMode::kSIX, LockMode::kX},        // S
-    {LockMode::kSIX, LockMode::kSIX, LockMode::kSIX, LockMode::kSIX, LockMode::kSIX, LockMode::kX},  // SIX
-    {LockMode::kX, LockMode::kX, LockMode::kX, LockMode::kX, LockMode::kX, LockMode::kX},            // X
+    {IntentMode::kNone, IntentMode::kIS, IntentMode::kIX, IntentMode::kS, IntentMode::kSIX, IntentMode::kX},     // N
+    {IntentMode::kIS, IntentMode::kIS, IntentMode::kIX, IntentMode::kS, IntentMode::kSIX, IntentMode::kX},       // IS
+    {IntentMode::kIX, IntentMode::kIX, IntentMode::kIX, IntentMode::kSIX, IntentMode::kSIX, IntentMode::kX},     // IX
+    {IntentMode::kS, IntentMode::kS, IntentMode::kSIX, IntentMode::kS, IntentMode::kSIX, IntentMode::kX},        // S
+    {IntentMode::kSIX, IntentMode::kSIX, IntentMode::kSIX, IntentMode::kSIX, IntentMode::kSIX, IntentMode::kX},  // SIX
+    {IntentMode::kX, IntentMode::kX, IntentMode::kX, IntentMode::kX, IntentMode::kX, IntentMode::kX},            // X
 };
 
 // kCovers[h][w]: sup(h, w) == h.
-const bool kCovers[kLockModes][kLockModes] = {
+const bool kCovers[kIntentModes][kIntentModes] = {
     {true, false, false, false, false, false},   // N
     {true, true, false, false, false, false},    // IS
     {true, true, true, false, false, false},     // IX
@@ -53,17 +53,17 @@ const bool kCovers[kLockModes][kLockModes] = {
 };
 }  // namespace intent_internal
 
-bool Compatible(LockMode a, LockMode b) { return kCompat[M(a)][M(b)]; }
-LockMode Supremum(LockMode a, LockMode b) { return intent_internal::kSup[M(a)][M(b)]; }
+bool Compatible(IntentMode a, IntentMode b) { return kCompat[M(a)][M(b)]; }
+IntentMode Supremum(IntentMode a, IntentMode b) { return intent_internal::kSup[M(a)][M(b)]; }
 
-const char* LockModeName(LockMode m) {
+const char* IntentModeName(IntentMode m) {
   switch (m) {
-    case LockMode::kNone: return "N";
-    case LockMode::kIS: return "IS";
-    case LockMode::kIX: return "IX";
-    case LockMode::kS: return "S";
-    case LockMode::kSIX: return "SIX";
-    case LockMode::kX: return "X";
+    case IntentMode::kNone: return "N";
+    case IntentMode::kIS: return "IS";
+    case IntentMode::kIX: return "IX";
+    case IntentMode::kS: return "S";
+    case IntentMode::kSIX: return "SIX";
+    case IntentMode::kX: return "X";
   }
   return "?";
 }
@@ -86,9 +86,9 @@ const char* IntentLockKindName(IntentLockKind kind) {
 
 // ---------------------------------------------------------------- agents
 
-bool IntentAgent::TryAcquire(uint32_t lock, LockMode mode) { return Hit(lock, mode) || TryAcquireImpl(lock, mode); }
+bool IntentAgent::TryAcquire(uint32_t lock, IntentMode mode) { return Hit(lock, mode) || TryAcquireImpl(lock, mode); }
 
-absl::Status IntentAgent::AcquireSlow(uint32_t lock, LockMode mode, Clock::time_point deadline) {
+absl::Status IntentAgent::AcquireSlow(uint32_t lock, IntentMode mode, Clock::time_point deadline) {
   bool dropped = false;
   for (;;) {
     const uint64_t seen = Version(lock);  // before the attempt: a release after it wakes the wait
@@ -101,7 +101,7 @@ absl::Status IntentAgent::AcquireSlow(uint32_t lock, LockMode mode, Clock::time_
     const Clock::time_point now = Clock::now();
     if (now >= deadline) {
       CancelImpl(lock);
-      return absl::DeadlineExceededError(absl::StrCat("lock ", lock, " in mode ", LockModeName(mode),
+      return absl::DeadlineExceededError(absl::StrCat("lock ", lock, " in mode ", IntentModeName(mode),
                                                       " not granted before the deadline"));
     }
     CountWait();
@@ -119,20 +119,20 @@ class LilTable;
 // modes and of waiting absolute requests, under a spin latch.
 struct alignas(64) LilLock {
   ElidedLatch latch;                  // taken with LockNoElision: every section writes the counts
-  uint32_t granted[kLockModes] = {};  // guarded by latch
-  uint32_t waiting[kLockModes] = {};  // guarded by latch: posted absolute requests
+  uint32_t granted[kIntentModes] = {};  // guarded by latch
+  uint32_t waiting[kIntentModes] = {};  // guarded by latch: posted absolute requests
   std::atomic<uint64_t> version{0};   // bumped by every release, downgrade and cancel
 };
 
 // Whether an agent holding `held` (and with `own_wait` posted) may now
 // hold `want`. REQUIRES: l.latch held.
-bool Grantable(const LilLock& l, LockMode held, LockMode want, LockMode own_wait) {
-  for (int j = 1; j < kLockModes; ++j) {
+bool Grantable(const LilLock& l, IntentMode held, IntentMode want, IntentMode own_wait) {
+  for (int j = 1; j < kIntentModes; ++j) {
     const uint32_t others = l.granted[j] - (M(held) == j ? 1 : 0);
     if (others > 0 && !kCompat[M(want)][j]) return false;
   }
   if (!IsAbsolute(want)) {
-    for (int j = M(LockMode::kS); j < kLockModes; ++j) {
+    for (int j = M(IntentMode::kS); j < kIntentModes; ++j) {
       const uint32_t others = l.waiting[j] - (M(own_wait) == j ? 1 : 0);
       if (others > 0 && !kCompat[M(want)][j]) return false;
     }
@@ -148,25 +148,25 @@ class LilAgent final : public IntentAgent {
 
   void ReleaseAll() override {
     CancelPosted();
-    Reduce([](uint32_t, const Entry&, const LilLock&) { return LockMode::kNone; }, kNoLock);
+    Reduce([](uint32_t, const Entry&, const LilLock&) { return IntentMode::kNone; }, kNoLock);
   }
   void ServeRevocations() override;
 
  protected:
-  bool TryAcquireImpl(uint32_t lock, LockMode mode) override;
+  bool TryAcquireImpl(uint32_t lock, IntentMode mode) override;
   void CancelImpl(uint32_t lock) override;
   void WaitForChange(uint32_t lock, uint64_t seen, Clock::time_point until) override;
   uint64_t Version(uint32_t lock) const override;
   void EndTxnSlow() override {
     if (holds_absolute_) {  // absolute locks are never cached
       holds_absolute_ = false;
-      Reduce([](uint32_t, const Entry& e, const LilLock&) { return IsAbsolute(e.mode) ? LockMode::kNone : e.mode; },
+      Reduce([](uint32_t, const Entry& e, const LilLock&) { return IsAbsolute(e.mode) ? IntentMode::kNone : e.mode; },
              kNoLock);
     }
     ServeRevocations();
   }
   void DropUnused() override {
-    Reduce([this](uint32_t, const Entry& e, const LilLock&) { return e.txn == txn_ ? e.used : LockMode::kNone; },
+    Reduce([this](uint32_t, const Entry& e, const LilLock&) { return e.txn == txn_ ? e.used : IntentMode::kNone; },
            kNoLock);
   }
   void CountWait() override;
@@ -185,7 +185,7 @@ class LilAgent final : public IntentAgent {
   LilTable* const t_;
   std::vector<uint32_t> held_;  // locks with entries_[lock].mode != kNone
   uint32_t posted_lock_ = kNoLock;
-  LockMode posted_mode_ = LockMode::kNone;  // counted in the lock's waiting[] if absolute
+  IntentMode posted_mode_ = IntentMode::kNone;  // counted in the lock's waiting[] if absolute
 };
 
 // The global lock table (seed 000's GLT): per lock the counts of granted
@@ -231,23 +231,23 @@ class LilTable final : public IntentLockTable {
   std::atomic<uint64_t> slow_{0}, absolute_{0}, waits_{0}, revoked_{0};
 };
 
-bool LilAgent::TryAcquireImpl(uint32_t lock, LockMode mode) {
+bool LilAgent::TryAcquireImpl(uint32_t lock, IntentMode mode) {
   CHECK(posted_lock_ == kNoLock || posted_lock_ == lock) << "one posted request per agent";
   Entry& e = entries_[lock];
-  const bool in_use = e.mode != LockMode::kNone && e.txn == txn_;
-  if (IsAbsolute(mode) && e.mode != LockMode::kNone && !in_use) {
+  const bool in_use = e.mode != IntentMode::kNone && e.txn == txn_;
+  if (IsAbsolute(mode) && e.mode != IntentMode::kNone && !in_use) {
     // An absolute request starts from what its txn holds, not from a cached
     // intent (else S on a cached IX would ask for SIX).
-    Reduce([](uint32_t l, const Entry&, const LilLock&) { return LockMode::kNone; }, lock);
+    Reduce([](uint32_t l, const Entry&, const LilLock&) { return IntentMode::kNone; }, lock);
   }
-  const LockMode want = Supremum(e.mode, mode);
-  const LockMode used = in_use ? Supremum(e.used, mode) : mode;
+  const IntentMode want = Supremum(e.mode, mode);
+  const IntentMode used = in_use ? Supremum(e.used, mode) : mode;
   LilLock& l = t_->locks_[lock];
-  const LockMode own_wait = posted_lock_ == lock ? posted_mode_ : LockMode::kNone;
+  const IntentMode own_wait = posted_lock_ == lock ? posted_mode_ : IntentMode::kNone;
   t_->slow_.fetch_add(1, std::memory_order_relaxed);
   l.latch.LockNoElision();
   if (Grantable(l, e.mode, want, own_wait)) {
-    if (e.mode != LockMode::kNone) {
+    if (e.mode != IntentMode::kNone) {
       --l.granted[M(e.mode)];
     } else {
       held_.push_back(lock);
@@ -257,7 +257,7 @@ bool LilAgent::TryAcquireImpl(uint32_t lock, LockMode mode) {
     l.latch.Unlock();
     if (IsAbsolute(own_wait)) t_->revoke_signal_.fetch_sub(1, std::memory_order_acq_rel);
     posted_lock_ = kNoLock;
-    posted_mode_ = LockMode::kNone;
+    posted_mode_ = IntentMode::kNone;
     e.mode = want;
     e.used = used;
     e.txn = txn_;
@@ -300,7 +300,7 @@ void LilAgent::CancelImpl(uint32_t lock) {
     t_->Wake();
   }
   posted_lock_ = kNoLock;
-  posted_mode_ = LockMode::kNone;
+  posted_mode_ = IntentMode::kNone;
 }
 
 template <typename F>
@@ -315,11 +315,11 @@ void LilAgent::Reduce(F target, uint32_t only) {
     Entry& e = entries_[lock];
     LilLock& l = t_->locks_[lock];
     l.latch.LockNoElision();
-    const LockMode to = target(lock, e, l);
+    const IntentMode to = target(lock, e, l);
     if (to != e.mode) {
       DCHECK(Covers(e.mode, to));
       --l.granted[M(e.mode)];
-      if (to != LockMode::kNone) ++l.granted[M(to)];
+      if (to != IntentMode::kNone) ++l.granted[M(to)];
       l.version.fetch_add(1, std::memory_order_seq_cst);
     }
     l.latch.Unlock();
@@ -329,7 +329,7 @@ void LilAgent::Reduce(F target, uint32_t only) {
     }
     changed = true;
     e.mode = to;
-    if (to != LockMode::kNone) {
+    if (to != IntentMode::kNone) {
       ++i;
     } else {
       held_[i] = held_.back();
@@ -348,10 +348,10 @@ void LilAgent::ServeRevocations() {
   Reduce(
       [&](uint32_t, const Entry& e, const LilLock& l) {
         bool blocks = false;
-        for (int j = M(LockMode::kS); j < kLockModes; ++j)
+        for (int j = M(IntentMode::kS); j < kIntentModes; ++j)
           if (l.waiting[j] > 0 && !kCompat[j][M(e.mode)]) blocks = true;
         if (!blocks) return e.mode;
-        const LockMode to = e.txn == txn_ ? e.used : LockMode::kNone;  // keep what the txn asked for
+        const IntentMode to = e.txn == txn_ ? e.used : IntentMode::kNone;  // keep what the txn asked for
         revoked += to != e.mode;
         return to;
       },

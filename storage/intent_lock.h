@@ -13,8 +13,8 @@
 //
 //   auto locks = IntentLockTable::Create({.kind = IntentLockKind::kLil});
 //   auto me = locks->NewAgent();              // one per thread
-//   me->Acquire(IntentLockTable::kPartitionLock, LockMode::kIX);
-//   me->Acquire(IntentLockTable::TableLock(3), LockMode::kIX);
+//   me->Acquire(IntentLockTable::kPartitionLock, IntentMode::kIX);
+//   me->Acquire(IntentLockTable::TableLock(3), IntentMode::kIX);
 //   ... write records of table 3 ...
 //   me->EndTxn();                             // between txns: cheap
 //   me->ReleaseAll();                         // before sleeping
@@ -80,24 +80,24 @@
 
 namespace detdb {
 
-enum class LockMode : uint8_t { kNone = 0, kIS, kIX, kS, kSIX, kX };
-inline constexpr int kLockModes = 6;
+enum class IntentMode : uint8_t { kNone = 0, kIS, kIX, kS, kSIX, kX };
+inline constexpr int kIntentModes = 6;
 
 // Gray's compatibility matrix (seed 000, Table 4); kNone is compatible with
 // everything.
-bool Compatible(LockMode a, LockMode b);
+bool Compatible(IntentMode a, IntentMode b);
 // The weakest mode at least as strong as both (IX + S = SIX).
-LockMode Supremum(LockMode a, LockMode b);
-inline bool IsAbsolute(LockMode m) { return m == LockMode::kS || m == LockMode::kSIX || m == LockMode::kX; }
-const char* LockModeName(LockMode m);
+IntentMode Supremum(IntentMode a, IntentMode b);
+inline bool IsAbsolute(IntentMode m) { return m == IntentMode::kS || m == IntentMode::kSIX || m == IntentMode::kX; }
+const char* IntentModeName(IntentMode m);
 
 namespace intent_internal {
 // Covers(held, want): holding `held` grants `want` (sup(held, want) == held);
 // kSup: Supremum. Tables, so that the agents' fast path is a few loads.
-extern const bool kCovers[kLockModes][kLockModes];
-extern const LockMode kSup[kLockModes][kLockModes];
+extern const bool kCovers[kIntentModes][kIntentModes];
+extern const IntentMode kSup[kIntentModes][kIntentModes];
 }  // namespace intent_internal
-inline bool Covers(LockMode held, LockMode want) {
+inline bool Covers(IntentMode held, IntentMode want) {
   return intent_internal::kCovers[static_cast<int>(held)][static_cast<int>(want)];
 }
 
@@ -161,14 +161,14 @@ class IntentAgent {
 
   // Acquires `mode` on `lock` for the current txn, waiting as long as it
   // takes. For workers (intent modes) and sequenced table operations.
-  void Acquire(uint32_t lock, LockMode mode) {
+  void Acquire(uint32_t lock, IntentMode mode) {
     if (Hit(lock, mode)) [[likely]]
       return;
     (void)AcquireSlow(lock, mode, Clock::time_point::max());
   }
   // The same with a deadline: DeadlineExceeded (holding nothing more than
   // before) if it is not granted by then.
-  absl::Status AcquireUntil(uint32_t lock, LockMode mode, Clock::time_point deadline) {
+  absl::Status AcquireUntil(uint32_t lock, IntentMode mode, Clock::time_point deadline) {
     if (Hit(lock, mode)) return absl::OkStatus();
     return AcquireSlow(lock, mode, deadline);
   }
@@ -177,7 +177,7 @@ class IntentAgent {
   // revocations) until the agent calls TryAcquire again with the same lock
   // and mode, or Cancel(lock). One posted request per agent at a time.
   // For tests (the differential driver) and benchmarks.
-  bool TryAcquire(uint32_t lock, LockMode mode);
+  bool TryAcquire(uint32_t lock, IntentMode mode);
   void Cancel(uint32_t lock) { CancelImpl(lock); }
 
   // Ends the current txn. Absolute locks are released by all three. LIL
@@ -202,21 +202,21 @@ class IntentAgent {
   // The mode this agent holds on lock (in use or cached; inherited SLI
   // requests do not count), and the mode its current txn asked for there
   // (the supremum of its requests; kNone if it asked for none).
-  LockMode held(uint32_t lock) const { return entries_[lock].mode; }
-  LockMode used(uint32_t lock) const {
+  IntentMode held(uint32_t lock) const { return entries_[lock].mode; }
+  IntentMode used(uint32_t lock) const {
     const Entry& e = entries_[lock];
-    return e.mode != LockMode::kNone && e.txn == txn_ ? e.used : LockMode::kNone;
+    return e.mode != IntentMode::kNone && e.txn == txn_ ? e.used : IntentMode::kNone;
   }
 
  protected:
   struct Entry {
     uint64_t txn = 0;                // the txn that last used the lock (== txn_: in use)
-    LockMode mode = LockMode::kNone;  // held
-    LockMode used = LockMode::kNone;  // asked for by txn `txn` (<= mode; less only for a LIL cache hit)
+    IntentMode mode = IntentMode::kNone;  // held
+    IntentMode used = IntentMode::kNone;  // asked for by txn `txn` (<= mode; less only for a LIL cache hit)
   };
   // The fast path: the agent holds what is asked for, for this txn (or, if
   // it keeps locks across txns, from an earlier one).
-  bool Hit(uint32_t lock, LockMode mode) {
+  bool Hit(uint32_t lock, IntentMode mode) {
     Entry& e = entries_[lock];
     if (!Covers(e.mode, mode) || (!keeps_ && e.txn != txn_)) return false;
     e.used = e.txn == txn_ ? intent_internal::kSup[static_cast<int>(e.used)][static_cast<int>(mode)] : mode;
@@ -230,7 +230,7 @@ class IntentAgent {
       : keeps_(keeps), revoke_signal_(revoke_signal), entries_(locks) {}
 
   // One attempt: grants and returns true, or posts the request as waiting.
-  virtual bool TryAcquireImpl(uint32_t lock, LockMode mode) = 0;
+  virtual bool TryAcquireImpl(uint32_t lock, IntentMode mode) = 0;
   virtual void CancelImpl(uint32_t lock) = 0;
   // Sleeps until something on lock changed or `until` (at most ~1 ms: the
   // paper's periodic recheck, so a missed wake-up costs no more).
@@ -249,7 +249,7 @@ class IntentAgent {
   std::vector<Entry> entries_;
 
  private:
-  absl::Status AcquireSlow(uint32_t lock, LockMode mode, Clock::time_point deadline);
+  absl::Status AcquireSlow(uint32_t lock, IntentMode mode, Clock::time_point deadline);
 };
 
 namespace intent_internal {

@@ -21,7 +21,7 @@ namespace detdb {
 namespace intent_internal {
 namespace {
 
-constexpr int M(LockMode m) { return static_cast<int>(m); }
+constexpr int M(IntentMode m) { return static_cast<int>(m); }
 
 class QueueTable;
 
@@ -37,8 +37,8 @@ struct Request {
   // Guarded by the lock's mutex (the owner reads `granted` of its own
   // request without it only while it is kGranted or kInherited, when
   // nobody else writes it).
-  LockMode granted = LockMode::kNone;
-  LockMode waiting = LockMode::kNone;  // a posted request's mode
+  IntentMode granted = IntentMode::kNone;
+  IntentMode waiting = IntentMode::kNone;  // a posted request's mode
   bool linked = false;
   Request* prev = nullptr;
   Request* next = nullptr;
@@ -80,7 +80,7 @@ class QueueAgent final : public IntentAgent {
   void ServeRevocations() override {}  // nothing to serve: inherited requests are invalidated, not revoked
 
  protected:
-  bool TryAcquireImpl(uint32_t lock, LockMode mode) override;
+  bool TryAcquireImpl(uint32_t lock, IntentMode mode) override;
   void CancelImpl(uint32_t lock) override;
   void WaitForChange(uint32_t lock, uint64_t seen, Clock::time_point until) override;
   uint64_t Version(uint32_t lock) const override;
@@ -132,11 +132,11 @@ QueueAgent::QueueAgent(QueueTable* table, uint32_t locks, bool inherit)
 
 QueueAgent::~QueueAgent() { ReleaseAll(); }
 
-bool QueueAgent::TryAcquireImpl(uint32_t lock, LockMode mode) {
+bool QueueAgent::TryAcquireImpl(uint32_t lock, IntentMode mode) {
   CHECK(posted_ == ~0u || posted_ == lock) << "one posted request per agent";
   Request& r = reqs_[lock];
   Entry& e = entries_[lock];
-  auto grant = [&](LockMode m) {
+  auto grant = [&](IntentMode m) {
     e.mode = m;
     e.used = m;
     e.txn = txn_;
@@ -171,18 +171,18 @@ bool QueueAgent::TryAcquireImpl(uint32_t lock, LockMode mode) {
       // Too weak: given back; the request below starts afresh.
       h.Unlink(&r);
       r.state.store(Request::kOut, std::memory_order_relaxed);
-      r.granted = LockMode::kNone;
+      r.granted = IntentMode::kNone;
       h.Changed();
       break;
     case Request::kInvalid:  // unlinked by an absolute request
       r.state.store(Request::kOut, std::memory_order_relaxed);
-      r.granted = LockMode::kNone;
+      r.granted = IntentMode::kNone;
       break;
     default:
       break;
   }
-  const LockMode held = r.state.load(std::memory_order_relaxed) == Request::kGranted ? r.granted : LockMode::kNone;
-  const LockMode want = Supremum(held, mode);
+  const IntentMode held = r.state.load(std::memory_order_relaxed) == Request::kGranted ? r.granted : IntentMode::kNone;
+  const IntentMode want = Supremum(held, mode);
   if (IsAbsolute(want)) {
     // Inherited requests do not hold an absolute request back.
     for (Request* q = h.first; q != nullptr;) {
@@ -204,11 +204,11 @@ bool QueueAgent::TryAcquireImpl(uint32_t lock, LockMode mode) {
   }
   if (grantable) {
     if (!r.linked) h.Link(&r);
-    if (held == LockMode::kNone) used_.push_back(lock);
+    if (held == IntentMode::kNone) used_.push_back(lock);
     r.granted = want;
     r.state.store(Request::kGranted, std::memory_order_release);
-    if (r.waiting != LockMode::kNone) {
-      r.waiting = LockMode::kNone;
+    if (r.waiting != IntentMode::kNone) {
+      r.waiting = IntentMode::kNone;
       h.waiters.fetch_sub(1, std::memory_order_relaxed);
     }
     posted_ = ~0u;
@@ -216,7 +216,7 @@ bool QueueAgent::TryAcquireImpl(uint32_t lock, LockMode mode) {
     if (IsAbsolute(want)) t_->absolute_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
-  if (r.waiting == LockMode::kNone) h.waiters.fetch_add(1, std::memory_order_relaxed);
+  if (r.waiting == IntentMode::kNone) h.waiters.fetch_add(1, std::memory_order_relaxed);
   r.waiting = want;
   if (!r.linked) h.Link(&r);
   posted_ = lock;
@@ -228,7 +228,7 @@ void QueueAgent::CancelImpl(uint32_t lock) {
   Request& r = reqs_[lock];
   Head& h = t_->heads_[lock];
   std::lock_guard<std::mutex> g(h.mu);
-  r.waiting = LockMode::kNone;
+  r.waiting = IntentMode::kNone;
   h.waiters.fetch_sub(1, std::memory_order_relaxed);
   const uint8_t st = r.state.load(std::memory_order_relaxed);
   if (r.linked && st != Request::kGranted && st != Request::kInherited) h.Unlink(&r);
@@ -243,10 +243,10 @@ void QueueAgent::Release(uint32_t lock) {
     std::lock_guard<std::mutex> g(h.mu);
     if (r.linked) h.Unlink(&r);
     r.state.store(Request::kOut, std::memory_order_relaxed);
-    r.granted = LockMode::kNone;
+    r.granted = IntentMode::kNone;
     h.Changed();
   }
-  entries_[lock].mode = LockMode::kNone;
+  entries_[lock].mode = IntentMode::kNone;
 }
 
 void QueueAgent::DropInherited() {
@@ -268,7 +268,7 @@ void QueueAgent::EndTxnSlow() {
     // here is a partition or a table, high in the hierarchy and hot.
     if (inherit_ && !IsAbsolute(r.granted) && h.waiters.load(std::memory_order_relaxed) == 0) {
       r.state.store(Request::kInherited, std::memory_order_release);
-      entries_[lock].mode = LockMode::kNone;  // the next txn reclaims it through TryAcquireImpl
+      entries_[lock].mode = IntentMode::kNone;  // the next txn reclaims it through TryAcquireImpl
       inherited_.push_back(lock);
     } else {
       Release(lock);

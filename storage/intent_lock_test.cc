@@ -23,30 +23,30 @@ namespace detdb {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr LockMode kModes[] = {LockMode::kIS, LockMode::kIX, LockMode::kS, LockMode::kSIX, LockMode::kX};
+constexpr IntentMode kModes[] = {IntentMode::kIS, IntentMode::kIX, IntentMode::kS, IntentMode::kSIX, IntentMode::kX};
 constexpr IntentLockKind kKinds[] = {IntentLockKind::kQueue, IntentLockKind::kSli, IntentLockKind::kLil};
 
 TEST(IntentLockModes, MatrixIsSymmetricAndSupremumIsTheLeastCover) {
-  for (LockMode a : kModes) {
-    EXPECT_TRUE(Compatible(a, LockMode::kNone));
-    for (LockMode b : kModes) {
-      EXPECT_EQ(Compatible(a, b), Compatible(b, a)) << LockModeName(a) << " " << LockModeName(b);
-      const LockMode s = Supremum(a, b);
+  for (IntentMode a : kModes) {
+    EXPECT_TRUE(Compatible(a, IntentMode::kNone));
+    for (IntentMode b : kModes) {
+      EXPECT_EQ(Compatible(a, b), Compatible(b, a)) << IntentModeName(a) << " " << IntentModeName(b);
+      const IntentMode s = Supremum(a, b);
       EXPECT_EQ(s, Supremum(b, a));
       EXPECT_TRUE(Covers(s, a) && Covers(s, b));
       // Whatever conflicts with a or b conflicts with their supremum.
-      for (LockMode c : kModes) {
+      for (IntentMode c : kModes) {
         if (!Compatible(a, c) || !Compatible(b, c)) {
           EXPECT_FALSE(Compatible(s, c));
         }
       }
     }
   }
-  EXPECT_EQ(Supremum(LockMode::kIX, LockMode::kS), LockMode::kSIX);
-  EXPECT_FALSE(Compatible(LockMode::kIX, LockMode::kS));
-  EXPECT_TRUE(Compatible(LockMode::kIS, LockMode::kSIX));
-  EXPECT_TRUE(Covers(LockMode::kIX, LockMode::kIS));
-  EXPECT_FALSE(Covers(LockMode::kS, LockMode::kIX));
+  EXPECT_EQ(Supremum(IntentMode::kIX, IntentMode::kS), IntentMode::kSIX);
+  EXPECT_FALSE(Compatible(IntentMode::kIX, IntentMode::kS));
+  EXPECT_TRUE(Compatible(IntentMode::kIS, IntentMode::kSIX));
+  EXPECT_TRUE(Covers(IntentMode::kIX, IntentMode::kIS));
+  EXPECT_FALSE(Covers(IntentMode::kS, IntentMode::kIX));
   for (IntentLockKind k : kKinds) EXPECT_EQ(*ParseIntentLockKind(IntentLockKindName(k)), k);
   EXPECT_FALSE(ParseIntentLockKind("mutex").ok());
 }
@@ -59,13 +59,13 @@ TEST(IntentLockModes, MatrixIsSymmetricAndSupremumIsTheLeastCover) {
 // agent's waiting absolute request.
 class Model {
  public:
-  Model(int agents, int locks) : asked_(agents, std::vector<LockMode>(locks)), posted_(agents, {-1, LockMode::kNone}) {}
+  Model(int agents, int locks) : asked_(agents, std::vector<IntentMode>(locks)), posted_(agents, {-1, IntentMode::kNone}) {}
 
   // Returns whether it is granted; if not, it is posted.
-  bool Request(int a, int lock, LockMode mode) {
-    const LockMode want = Supremum(asked_[a][lock], mode);
+  bool Request(int a, int lock, IntentMode mode) {
+    const IntentMode want = Supremum(asked_[a][lock], mode);
     if (want == asked_[a][lock]) {  // held for this txn already: no new request
-      posted_[a] = {-1, LockMode::kNone};
+      posted_[a] = {-1, IntentMode::kNone};
       return true;
     }
     bool ok = true;
@@ -78,21 +78,21 @@ class Model {
     }
     if (ok) {
       asked_[a][lock] = want;
-      posted_[a] = {-1, LockMode::kNone};
+      posted_[a] = {-1, IntentMode::kNone};
     } else {
       posted_[a] = {lock, want};
     }
     return ok;
   }
-  void Cancel(int a) { posted_[a] = {-1, LockMode::kNone}; }
-  void End(int a) { std::fill(asked_[a].begin(), asked_[a].end(), LockMode::kNone); }
-  LockMode asked(int a, int lock) const { return asked_[a][lock]; }
+  void Cancel(int a) { posted_[a] = {-1, IntentMode::kNone}; }
+  void End(int a) { std::fill(asked_[a].begin(), asked_[a].end(), IntentMode::kNone); }
+  IntentMode asked(int a, int lock) const { return asked_[a][lock]; }
   bool posted(int a) const { return posted_[a].first >= 0; }
   int posted_lock(int a) const { return posted_[a].first; }
 
  private:
-  std::vector<std::vector<LockMode>> asked_;
-  std::vector<std::pair<int, LockMode>> posted_;
+  std::vector<std::vector<IntentMode>> asked_;
+  std::vector<std::pair<int, IntentMode>> posted_;
 };
 
 int Sequences() {
@@ -116,7 +116,7 @@ void PlaySequence(uint64_t seed, std::string* trace_out, bool* ok) {
     for (int a = 0; a < agents; ++a) ag[k].push_back(tables[k]->NewAgent());
   }
   Model model(agents, locks);
-  std::vector<LockMode> posted_mode(agents, LockMode::kNone);
+  std::vector<IntentMode> posted_mode(agents, IntentMode::kNone);
   std::string trace;
   *ok = true;
   for (int step = 0; step < steps && *ok; ++step) {
@@ -148,8 +148,8 @@ void PlaySequence(uint64_t seed, std::string* trace_out, bool* ok) {
     }
     if (r < 60) {
       const int lock = static_cast<int>(rng() % locks);
-      const LockMode mode = rng() % 3 != 0 ? kModes[rng() % 2] : kModes[2 + rng() % 3];  // intents more often
-      trace += "req(" + std::to_string(a) + "," + std::to_string(lock) + "," + LockModeName(mode) + ") ";
+      const IntentMode mode = rng() % 3 != 0 ? kModes[rng() % 2] : kModes[2 + rng() % 3];  // intents more often
+      trace += "req(" + std::to_string(a) + "," + std::to_string(lock) + "," + IntentModeName(mode) + ") ";
       const bool want = model.Request(a, lock, mode);
       posted_mode[a] = mode;
       for (int k = 0; k < 3; ++k) {
@@ -166,7 +166,7 @@ void PlaySequence(uint64_t seed, std::string* trace_out, bool* ok) {
         // What the txn asked for is what it holds for it.
         if (got && ag[k][a]->used(lock) != model.asked(a, lock)) {
           *trace_out = trace + " <- " + IntentLockKindName(kKinds[k]) + " uses " +
-                       LockModeName(ag[k][a]->used(lock)) + ", asked " + LockModeName(model.asked(a, lock));
+                       IntentModeName(ag[k][a]->used(lock)) + ", asked " + IntentModeName(model.asked(a, lock));
           *ok = false;
         }
       }
@@ -207,31 +207,31 @@ TEST(IntentLockLil, CachedIntentsCostNoSharedWriteAndAreRevokedAtTheBoundary) {
   auto t = IntentLockTable::Create({.kind = IntentLockKind::kLil, .locks = 3});
   auto worker = t->NewAgent();
   auto scanner = t->NewAgent();
-  worker->Acquire(0, LockMode::kIX);
-  worker->Acquire(1, LockMode::kIX);
+  worker->Acquire(0, IntentMode::kIX);
+  worker->Acquire(1, IntentMode::kIX);
   worker->EndTxn();
   const uint64_t slow = t->stats().slow_acquires;
   for (int i = 0; i < 100; ++i) {  // the common case: the cache holds what the txn needs
-    worker->Acquire(0, LockMode::kIX);
-    worker->Acquire(1, LockMode::kIS);
+    worker->Acquire(0, IntentMode::kIX);
+    worker->Acquire(1, IntentMode::kIS);
     worker->EndTxn();
   }
   EXPECT_EQ(t->stats().slow_acquires, slow);
-  EXPECT_EQ(worker->held(1), LockMode::kIX);  // cached between txns
+  EXPECT_EQ(worker->held(1), IntentMode::kIX);  // cached between txns
   // A scan's S on table 1 waits for the cached IX; the worker gives it
   // back at its next boundary, and then waits behind the scan for its IX.
-  ASSERT_TRUE(scanner->TryAcquire(0, LockMode::kIS));
-  EXPECT_FALSE(scanner->TryAcquire(1, LockMode::kS));
-  worker->Acquire(1, LockMode::kIS);  // still cached: this txn keeps it
+  ASSERT_TRUE(scanner->TryAcquire(0, IntentMode::kIS));
+  EXPECT_FALSE(scanner->TryAcquire(1, IntentMode::kS));
+  worker->Acquire(1, IntentMode::kIS);  // still cached: this txn keeps it
   worker->EndTxn();                   // the boundary: revoked
-  EXPECT_EQ(worker->held(1), LockMode::kNone);
-  EXPECT_EQ(worker->held(0), LockMode::kIX);  // not asked for
-  EXPECT_TRUE(scanner->TryAcquire(1, LockMode::kS));
-  EXPECT_TRUE(worker->TryAcquire(1, LockMode::kIS));
-  EXPECT_FALSE(worker->TryAcquire(1, LockMode::kIX));
+  EXPECT_EQ(worker->held(1), IntentMode::kNone);
+  EXPECT_EQ(worker->held(0), IntentMode::kIX);  // not asked for
+  EXPECT_TRUE(scanner->TryAcquire(1, IntentMode::kS));
+  EXPECT_TRUE(worker->TryAcquire(1, IntentMode::kIS));
+  EXPECT_FALSE(worker->TryAcquire(1, IntentMode::kIX));
   worker->Cancel(1);
   scanner->EndTxn();
-  EXPECT_TRUE(worker->TryAcquire(1, LockMode::kIX));
+  EXPECT_TRUE(worker->TryAcquire(1, IntentMode::kIX));
   EXPECT_GE(t->stats().revoked, 1u);
 }
 
@@ -239,43 +239,43 @@ TEST(IntentLockLil, AnIdleAgentHoldsNothing) {
   auto t = IntentLockTable::Create({.kind = IntentLockKind::kLil, .locks = 2});
   auto worker = t->NewAgent();
   auto loader = t->NewAgent();
-  worker->Acquire(0, LockMode::kIX);
-  worker->Acquire(1, LockMode::kIX);
+  worker->Acquire(0, IntentMode::kIX);
+  worker->Acquire(1, IntentMode::kIX);
   worker->EndTxn();
   worker->ReleaseAll();  // before it sleeps
-  EXPECT_TRUE(loader->TryAcquire(0, LockMode::kIX));
-  EXPECT_TRUE(loader->TryAcquire(1, LockMode::kX));
+  EXPECT_TRUE(loader->TryAcquire(0, IntentMode::kIX));
+  EXPECT_TRUE(loader->TryAcquire(1, IntentMode::kX));
 }
 
 TEST(IntentLockSli, InheritedIntentsAreReclaimedAndInvalidatedByAnAbsoluteRequest) {
   auto t = IntentLockTable::Create({.kind = IntentLockKind::kSli, .locks = 2});
   auto worker = t->NewAgent();
   auto loader = t->NewAgent();
-  worker->Acquire(1, LockMode::kIX);
+  worker->Acquire(1, IntentMode::kIX);
   worker->EndTxn();  // inherited
   for (int i = 0; i < 10; ++i) {
-    worker->Acquire(1, LockMode::kIX);
+    worker->Acquire(1, IntentMode::kIX);
     worker->EndTxn();
   }
   EXPECT_GE(t->stats().reclaimed, 10u);
   // No revocation needed: the absolute request invalidates the inherited one.
-  EXPECT_TRUE(loader->TryAcquire(1, LockMode::kX));
+  EXPECT_TRUE(loader->TryAcquire(1, IntentMode::kX));
   EXPECT_EQ(t->stats().invalidated, 1u);
-  EXPECT_FALSE(worker->TryAcquire(1, LockMode::kIX));  // the worker asks again, and waits
+  EXPECT_FALSE(worker->TryAcquire(1, IntentMode::kIX));  // the worker asks again, and waits
   worker->Cancel(1);
   loader->EndTxn();
-  EXPECT_TRUE(worker->TryAcquire(1, LockMode::kIX));
+  EXPECT_TRUE(worker->TryAcquire(1, IntentMode::kIX));
 }
 
 TEST(IntentLockQueue, ReleasesEverythingAtTheEndOfATxn) {
   auto t = IntentLockTable::Create({.kind = IntentLockKind::kQueue, .locks = 2});
   auto worker = t->NewAgent();
   auto loader = t->NewAgent();
-  worker->Acquire(1, LockMode::kIX);
-  EXPECT_FALSE(loader->TryAcquire(1, LockMode::kX));
+  worker->Acquire(1, IntentMode::kIX);
+  EXPECT_FALSE(loader->TryAcquire(1, IntentMode::kX));
   loader->Cancel(1);
   worker->EndTxn();
-  EXPECT_TRUE(loader->TryAcquire(1, LockMode::kX));
+  EXPECT_TRUE(loader->TryAcquire(1, IntentMode::kX));
 }
 
 TEST(IntentLock, AbsoluteRequestTimesOutAndLeavesNothingBehind) {
@@ -284,11 +284,11 @@ TEST(IntentLock, AbsoluteRequestTimesOutAndLeavesNothingBehind) {
     auto worker = t->NewAgent();
     auto scanner = t->NewAgent();
     auto other = t->NewAgent();
-    worker->Acquire(1, LockMode::kIX);  // in use: the scan cannot revoke it
-    const absl::Status s = scanner->AcquireUntil(1, LockMode::kS, Clock::now() + std::chrono::milliseconds(20));
+    worker->Acquire(1, IntentMode::kIX);  // in use: the scan cannot revoke it
+    const absl::Status s = scanner->AcquireUntil(1, IntentMode::kS, Clock::now() + std::chrono::milliseconds(20));
     EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << IntentLockKindName(k) << " " << s;
     // The timed-out request holds no intent back any more.
-    EXPECT_TRUE(other->TryAcquire(1, LockMode::kIX)) << IntentLockKindName(k);
+    EXPECT_TRUE(other->TryAcquire(1, IntentMode::kIX)) << IntentLockKindName(k);
   }
 }
 
@@ -296,13 +296,13 @@ TEST(IntentLock, AWaitingAbsoluteRequestIsGrantedWhenTheHolderEnds) {
   for (IntentLockKind k : kKinds) {
     auto t = IntentLockTable::Create({.kind = k, .locks = 2});
     auto worker = t->NewAgent();
-    worker->Acquire(0, LockMode::kIX);
-    worker->Acquire(1, LockMode::kIX);
+    worker->Acquire(0, IntentMode::kIX);
+    worker->Acquire(1, IntentMode::kIX);
     std::atomic<bool> granted{false};
     std::thread loader([&] {
       auto me = t->NewAgent();
-      me->Acquire(0, LockMode::kIX);
-      me->Acquire(1, LockMode::kX);  // waits
+      me->Acquire(0, IntentMode::kIX);
+      me->Acquire(1, IntentMode::kX);  // waits
       granted.store(true);
       me->EndTxn();
     });
@@ -325,29 +325,29 @@ struct Shared {
   static constexpr int kTables = 4;
   static constexpr int kAgents = 4;
   uint64_t rows[1 + kTables][kAgents] = {};
-  std::atomic<int> holders[1 + kTables][kLockModes] = {};
+  std::atomic<int> holders[1 + kTables][kIntentModes] = {};
   std::atomic<int> violations{0};
 
-  void Hold(int lock, LockMode m) {
+  void Hold(int lock, IntentMode m) {
     holders[lock][static_cast<int>(m)].fetch_add(1);
-    for (int j = 1; j < kLockModes; ++j) {
+    for (int j = 1; j < kIntentModes; ++j) {
       const int n = holders[lock][j].load() - (j == static_cast<int>(m) ? 1 : 0);
-      if (n > 0 && !Compatible(m, static_cast<LockMode>(j))) violations.fetch_add(1);
+      if (n > 0 && !Compatible(m, static_cast<IntentMode>(j))) violations.fetch_add(1);
     }
   }
-  void Drop(int lock, LockMode m) { holders[lock][static_cast<int>(m)].fetch_sub(1); }
+  void Drop(int lock, IntentMode m) { holders[lock][static_cast<int>(m)].fetch_sub(1); }
 };
 
-void Touch(Shared* sh, int agent, int lock, LockMode m, uint64_t* sink) {
+void Touch(Shared* sh, int agent, int lock, IntentMode m, uint64_t* sink) {
   if (lock == 0) return;  // the partition lock guards the tables through their locks
   switch (m) {
-    case LockMode::kIS: *sink += sh->rows[lock][agent]; break;
-    case LockMode::kIX: ++sh->rows[lock][agent]; break;
-    case LockMode::kS:
+    case IntentMode::kIS: *sink += sh->rows[lock][agent]; break;
+    case IntentMode::kIX: ++sh->rows[lock][agent]; break;
+    case IntentMode::kS:
       for (int a = 0; a < Shared::kAgents; ++a) *sink += sh->rows[lock][a];
       break;
-    case LockMode::kSIX:
-    case LockMode::kX:
+    case IntentMode::kSIX:
+    case IntentMode::kX:
       for (int a = 0; a < Shared::kAgents; ++a) ++sh->rows[lock][a];
       break;
     default: break;
@@ -366,21 +366,21 @@ void StressOne(IntentLockKind kind, int txns) {
       uint64_t sink = 0;
       for (int i = 0; i < txns; ++i) {
         // Locks in increasing id, the partition first (intent_lock.h).
-        std::vector<std::pair<int, LockMode>> plan;
+        std::vector<std::pair<int, IntentMode>> plan;
         const uint64_t r = rng() % 100;
         if (r < 3) {  // a whole-table operation: S or X on a table
           const int table = 1 + static_cast<int>(rng() % Shared::kTables);
           const bool x = rng() % 2;
-          plan = {{0, x ? LockMode::kIX : LockMode::kIS}, {table, x ? LockMode::kX : LockMode::kS}};
+          plan = {{0, x ? IntentMode::kIX : IntentMode::kIS}, {table, x ? IntentMode::kX : IntentMode::kS}};
         } else if (r < 4) {  // the partition: S (a capture) or X
-          plan = {{0, rng() % 2 ? LockMode::kS : LockMode::kX}};
+          plan = {{0, rng() % 2 ? IntentMode::kS : IntentMode::kX}};
         } else {  // a txn: intents on 1-3 tables
           const bool writes = rng() % 2;
-          plan.push_back({0, writes ? LockMode::kIX : LockMode::kIS});
+          plan.push_back({0, writes ? IntentMode::kIX : IntentMode::kIS});
           for (int table = 1; table <= Shared::kTables; ++table)
-            if (rng() % 2) plan.push_back({table, writes && rng() % 2 ? LockMode::kIX : LockMode::kIS});
+            if (rng() % 2) plan.push_back({table, writes && rng() % 2 ? IntentMode::kIX : IntentMode::kIS});
         }
-        std::vector<std::pair<int, LockMode>> got;
+        std::vector<std::pair<int, IntentMode>> got;
         bool ok = true;
         for (auto [lock, m] : plan) {
           if (IsAbsolute(m)) {
