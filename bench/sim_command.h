@@ -16,6 +16,10 @@ int CalibrateCommand();
 int SimulateCommand();
 // bench/figure_command.cc: `detdb-bench figure NAME`.
 int FigureCommand(const std::string& name);
+// bench/intent_command.cc: `detdb-bench lil`, and `detdb-bench figure lil`
+// (plot_script: bench/plot_figure.py).
+int IntentLockCommand();
+int IntentLockFigure(const std::string& plot_script);
 // The microbenchmark, simulation and real-run options the flags give.
 MicroOptions MicroFromFlags();
 SimOptions SimFromFlags();

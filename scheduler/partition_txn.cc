@@ -236,6 +236,17 @@ void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<con
 
 void TxnExecutor::AcquireIntents(const PartitionTxn* st, IntentAgent* agent) const {
   if (st->local_reads.empty() && st->local_writes.empty()) return;
+  // The common case: every local key is of one table (the top 8 bits).
+  const Key k0 = st->local_writes.empty() ? st->local_reads[0] : st->local_writes[0];
+  Key diff = 0;
+  for (Key k : st->local_writes) diff |= k ^ k0;
+  for (Key k : st->local_reads) diff |= k ^ k0;
+  if (KeyTable(diff) == 0) {
+    const IntentMode m = st->local_writes.empty() ? IntentMode::kIS : IntentMode::kIX;
+    agent->Acquire(kPartitionLock, m);
+    agent->Acquire(IntentLockTable::TableLock(KeyTable(k0)), m);
+    return;
+  }
   TableSet written, read;
   for (Key k : st->local_writes) written.Add(k);
   for (Key k : st->local_reads) read.Add(k);

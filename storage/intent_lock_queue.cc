@@ -77,7 +77,10 @@ class QueueAgent final : public IntentAgent {
   ~QueueAgent() override;
 
   void ReleaseAll() override;
-  void ServeRevocations() override {}  // nothing to serve: inherited requests are invalidated, not revoked
+  // Inherited requests are invalidated by absolute requests, nothing to
+  // serve there; an in-use request stronger than its txn asked for (a
+  // reclaimed inherited one) is downgraded if an absolute request waits.
+  void ServeRevocations() override { Downgrade(/*only_if_waited_for=*/true); }
 
  protected:
   bool TryAcquireImpl(uint32_t lock, IntentMode mode) override;
@@ -85,7 +88,9 @@ class QueueAgent final : public IntentAgent {
   void WaitForChange(uint32_t lock, uint64_t seen, Clock::time_point until) override;
   uint64_t Version(uint32_t lock) const override;
   void EndTxnSlow() override;
-  void DropUnused() override {}  // every granted request is in use; inherited ones never block anyone
+  // Every granted request is in use and inherited ones never hold anyone
+  // back: only what the txn holds beyond what it asked for is given back.
+  void DropUnused() override { Downgrade(/*only_if_waited_for=*/false); }
   void CountWait() override;
 
  private:
@@ -93,6 +98,9 @@ class QueueAgent final : public IntentAgent {
   void Release(uint32_t lock);
   // Releases the inherited requests the last txn did not reclaim.
   void DropInherited();
+  // Downgrades the requests in use to what their txn asked for (only those
+  // an absolute request waits for, if only_if_waited_for).
+  void Downgrade(bool only_if_waited_for);
 
   QueueTable* const t_;
   const bool inherit_;
@@ -136,19 +144,19 @@ bool QueueAgent::TryAcquireImpl(uint32_t lock, IntentMode mode) {
   CHECK(posted_ == ~0u || posted_ == lock) << "one posted request per agent";
   Request& r = reqs_[lock];
   Entry& e = entries_[lock];
-  auto grant = [&](IntentMode m) {
-    e.mode = m;
-    e.used = m;
+  // held: the mode granted; asked: what the txn asked for (less than held
+  // only when it reclaimed a stronger inherited request).
+  auto grant = [&](IntentMode held, IntentMode asked) {
+    e.mode = held;
+    e.used = asked;
     e.txn = txn_;
   };
-  if (inherit_ && posted_ == ~0u && e.txn != txn_ && r.granted == mode) {
-    // SLI's fast path: take over the request the last txn left inherited
-    // (in the mode asked for: a stronger one would hold more than the txn
-    // asked for; a weaker one needs an upgrade).
+  if (inherit_ && posted_ == ~0u && e.txn != txn_ && Covers(r.granted, mode)) {
+    // SLI's fast path: take over the request the last txn left inherited.
     uint8_t expect = Request::kInherited;
     if (r.state.compare_exchange_strong(expect, Request::kGranted, std::memory_order_acq_rel)) {
       t_->reclaimed_.fetch_add(1, std::memory_order_relaxed);
-      grant(mode);
+      grant(r.granted, mode);
       used_.push_back(lock);
       return true;
     }
@@ -159,12 +167,10 @@ bool QueueAgent::TryAcquireImpl(uint32_t lock, IntentMode mode) {
   // Under the mutex nobody else changes r: settle what the last txn left.
   switch (r.state.load(std::memory_order_relaxed)) {
     case Request::kInherited:
-      if (Covers(r.granted, mode)) {  // reclaimed, downgraded to what is asked for
-        if (r.granted != mode) h.Changed();
-        r.granted = mode;
+      if (Covers(r.granted, mode)) {  // reclaimed
         r.state.store(Request::kGranted, std::memory_order_relaxed);
         t_->reclaimed_.fetch_add(1, std::memory_order_relaxed);
-        grant(mode);
+        grant(r.granted, mode);
         used_.push_back(lock);
         return true;
       }
@@ -183,6 +189,7 @@ bool QueueAgent::TryAcquireImpl(uint32_t lock, IntentMode mode) {
   }
   const IntentMode held = r.state.load(std::memory_order_relaxed) == Request::kGranted ? r.granted : IntentMode::kNone;
   const IntentMode want = Supremum(held, mode);
+  const IntentMode asked = held != IntentMode::kNone && e.txn == txn_ ? Supremum(e.used, mode) : mode;
   if (IsAbsolute(want)) {
     // Inherited requests do not hold an absolute request back.
     for (Request* q = h.first; q != nullptr;) {
@@ -212,7 +219,7 @@ bool QueueAgent::TryAcquireImpl(uint32_t lock, IntentMode mode) {
       h.waiters.fetch_sub(1, std::memory_order_relaxed);
     }
     posted_ = ~0u;
-    grant(want);
+    grant(want, asked);
     if (IsAbsolute(want)) t_->absolute_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
@@ -257,6 +264,23 @@ void QueueAgent::DropInherited() {
     Release(lock);                          // still inherited, or invalidated (already unlinked)
   }
   inherited_.clear();
+}
+
+void QueueAgent::Downgrade(bool only_if_waited_for) {
+  for (uint32_t lock : used_) {
+    Entry& e = entries_[lock];
+    if (e.txn != txn_ || e.mode == e.used) continue;
+    Request& r = reqs_[lock];
+    Head& h = t_->heads_[lock];
+    std::lock_guard<std::mutex> g(h.mu);
+    bool waited_for = !only_if_waited_for;
+    for (const Request* q = h.first; q != nullptr && !waited_for; q = q->next)
+      waited_for = q != &r && IsAbsolute(q->waiting) && !Compatible(q->waiting, e.mode);
+    if (!waited_for) continue;
+    r.granted = e.used;
+    e.mode = e.used;
+    h.Changed();
+  }
 }
 
 void QueueAgent::EndTxnSlow() {
