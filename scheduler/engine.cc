@@ -222,8 +222,8 @@ absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
   return absl::OkStatus();
 }
 
-absl::Status Engine::ValidateTableOp(const pb::Txn& txn) const {
-  if (!options_.allow_table_ops)
+absl::Status Engine::ValidateTableOp(const pb::Txn& txn, bool from_peer) const {
+  if (!options_.allow_table_ops && !from_peer)  // a peer applied its own node's policy
     return absl::InvalidArgumentError("table operations are not allowed on this node (--allow_table_ops)");
   const pb::TableOp& op = txn.table_op();
   if (txn.type() != 0 || !txn.args().empty() || txn.read_set_size() > 0 || txn.write_set_size() > 0)
@@ -258,11 +258,11 @@ absl::Status Engine::ValidateTableOp(const pb::Txn& txn) const {
   return absl::OkStatus();
 }
 
-absl::Status Engine::Validate(const pb::Txn& txn) const {
+absl::Status Engine::Validate(const pb::Txn& txn, bool from_peer) const {
   const bool known_client = txn.client_id() != 0 && (options_.results != nullptr || txn.client_id() <= clients_.size());
   if (txn.has_table_op()) {  // no procedure, so no workload check
     if (!known_client) return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
-    return ValidateTableOp(txn);
+    return ValidateTableOp(txn, from_peer);
   }
   if (procedures_->Find(txn.type()) == nullptr)
     return absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));

@@ -113,7 +113,8 @@ struct EngineOptions {
   // "queue" (storage/intent_lock.h).
   std::string intent_locks = "lil";
   // Whether clients may submit table operations (pb::Txn::table_op:
-  // truncate, bulk load). Off, they are refused before sequencing.
+  // truncate, bulk load) here. Off, they are refused before sequencing
+  // (those of a peer's batch run anyway: its node accepted them).
   bool allow_table_ops = false;
   // The input log (log.dir empty: none; replies as soon as executed).
   LogStageOptions log;
@@ -380,8 +381,10 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void ExpectResults(const pb::Batch& batch);
   void DeliverNow(const pb::TxnResult& result);
   Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures);
-  absl::Status Validate(const pb::Txn& txn) const;
-  absl::Status ValidateTableOp(const pb::Txn& txn) const;
+  // from_peer: a peer's batch (its node accepted the txn from its client:
+  // allow_table_ops is that node's to apply, every node runs what it took).
+  absl::Status Validate(const pb::Txn& txn, bool from_peer = false) const;
+  absl::Status ValidateTableOp(const pb::Txn& txn, bool from_peer) const;
   absl::Status Admit(size_t n, uint64_t bytes);
   absl::Status SubmitGroup(std::vector<pb::Txn>* txns, bool validate);
   // Hands each local scheduler its part of batch (empty parts too).

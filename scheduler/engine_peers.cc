@@ -37,7 +37,7 @@ absl::Status Engine::CheckPeerBatch(pb::Batch* batch) const {
       return absl::InvalidArgumentError(absl::StrCat("txn id ", t.id(), " out of place in batch (epoch ",
                                                      batch->epoch(), ", sequencer ", seq, ")"));
     last_index = EpochBatcher::IdIndex(t.id());
-    absl::Status s = Validate(t);
+    absl::Status s = Validate(t, /*from_peer=*/true);
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("txn ", t.id(), ": ", s.message()));
     // Derived fields are recomputed, never trusted.
     EpochBatcher::SetParticipants(&t, *partitioner_, &scratch);
