@@ -410,6 +410,7 @@ void ClientEndpoint::AdminLoop(bool checkpoints) {
         ci->set_path(c->path);
         ci->set_pause_ms(c->pause_ms);
         ci->set_fork_ms(c->fork_ms);
+        ci->set_lock_ms(c->lock_ms);
         ci->set_write_ms(c->write_ms);
         ci->set_total_ms(c->total_ms);
       }

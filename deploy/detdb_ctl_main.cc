@@ -108,9 +108,9 @@ int Checkpoint(detdb::ClusterClient* c) {
       continue;
     }
     const auto& ci = *out[i];
-    printf("node %u  epoch %lu  %s  %lu bytes  paused %.2f ms (fork %.2f ms)  written %.1f ms  total %.1f ms\n", i,
-           static_cast<unsigned long>(ci.epoch()), ci.path().c_str(), static_cast<unsigned long>(ci.bytes()),
-           ci.pause_ms(), ci.fork_ms(), ci.write_ms(), ci.total_ms());
+    printf("node %u  epoch %lu  %s  %lu bytes  paused %.2f ms (S locks %.2f ms, fork %.2f ms)  written %.1f ms  total %.1f ms\n",
+           i, static_cast<unsigned long>(ci.epoch()), ci.path().c_str(), static_cast<unsigned long>(ci.bytes()),
+           ci.pause_ms(), ci.lock_ms(), ci.fork_ms(), ci.write_ms(), ci.total_ms());
   }
   return rc;
 }

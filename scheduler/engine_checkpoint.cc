@@ -255,7 +255,7 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
   checkpoints_.fetch_add(1, std::memory_order_relaxed);
   last_checkpoint_epoch_.store(epoch, std::memory_order_relaxed);
   LOG(INFO) << "checkpoint " << stats.path << ": " << stats.bytes << " bytes, paused " << stats.pause_ms
-            << " ms (fork " << stats.fork_ms << " ms), written in " << stats.write_ms << " ms, total "
+            << " ms (S intent locks " << stats.lock_ms << " ms, fork " << stats.fork_ms << " ms), written in " << stats.write_ms << " ms, total "
             << stats.total_ms << " ms; kept epochs " << absl::StrJoin(*kept, ",") << "; " << dropped
             << " log segment(s) dropped";
   return stats;
