@@ -15,7 +15,9 @@
 //   admission window). INPUT: Admit() (one admission slice, taking txns from
 //   a MergedInput), Release() of finished txns. OUTPUT: the txns that became
 //   runnable (a ReadyList, in the order of LOCKING.md N4) to dispatch to
-//   workers, and whether a stopped admission is worth resuming.
+//   workers, and whether a stopped admission is worth resuming. A table
+//   operation (pb::Txn::table_op) is admitted alone: once every txn before
+//   it is released, and nothing after it until it is.
 // - RemoteReadsTable: parking. INPUT: an executor missing remote reads
 //   (Park), another partition's reads (OnRemoteReads). OUTPUT: the parked txn
 //   that became complete, to dispatch again. Every read is checked by a
