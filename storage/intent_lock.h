@@ -46,7 +46,8 @@
 // waiting on L (absolute requests are not starved by a stream of intents).
 // Intent locks cached by LIL agents and inherited by SLI agents count as
 // granted until revoked or invalidated; ServeRevocations() makes an agent
-// give back the ones not in use by its current txn, which is what every
+// give back the ones not in use by its current txn (and downgrade one its
+// txn reclaimed in a stronger mode than it asked for), which is what every
 // agent does at its next txn boundary.
 //
 // Deadlocks. Intent modes are compatible with each other, so every wait
@@ -54,11 +55,13 @@
 //  - an agent that waits first gives back every lock it holds but does not
 //    use in its current txn (cached or inherited ones);
 //  - within a txn, an agent acquires the locks it may wait for in
-//    increasing lock id (the partition first, then its tables by id);
-//    workers take IX, the only intent mode an absolute S waits for, all at
-//    once before they apply writes, in that order (IS, taken lazily by
-//    reads, waits only for X, which table operations take when no txn of
-//    the partition is in flight);
+//    increasing lock id (the partition first, then its tables by id):
+//    workers take a step's locks at once at its start (IX where it writes
+//    a declared key); IS taken later by covered or replicated reads waits
+//    only for X, which table operations take with no txn of the partition
+//    in flight; IX for covered keys' tables, known only once the procedure
+//    ran, comes after (the one exception: with two scans of two tables at
+//    once a cycle is possible, and a scan's deadline breaks it);
 //  - absolute requests other than a sequenced table operation have
 //    deadlines (AcquireUntil), as in the paper.
 //
