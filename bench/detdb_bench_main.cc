@@ -26,6 +26,7 @@
 #include "glog/logging.h"
 
 DEFINE_string(lock_manager, "dclp", "dclp, det2pl, vll, vll_sca or dclp_frag (--compare runs all)");
+DEFINE_string(intent_locks, "lil", "Intent locks of the workers: lil, sli or queue (storage/intent_lock.h)");
 DEFINE_bool(compare, false, "Run every lock manager on the identical txn stream and compare");
 DEFINE_uint32(partitions, 1, "Partitions in this process (each: 1 lock thread + --workers workers)");
 DEFINE_uint32(workers, 1, "Worker threads per partition");
@@ -369,14 +370,16 @@ int main(int argc, char** argv) {
   const std::string cmd = argc >= 2 ? argv[1] : "";
   const bool tpcc = cmd == "tpcc";
   const bool figure = cmd == "figure" && argc >= 3 && argv[2][0] != '-';
-  if (cmd != "micro" && cmd != "tpcc" && cmd != "calibrate" && cmd != "simulate" && cmd != "crash" && !figure) {
+  if (cmd != "micro" && cmd != "tpcc" && cmd != "calibrate" && cmd != "simulate" && cmd != "crash" && cmd != "lil" &&
+      !figure) {
     fprintf(stderr, "usage: detdb-bench micro [--compare] [--lock_manager=NAME] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench tpcc [--compare] [--warehouses=N] [--mix=full] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench calibrate --out=FILE       (the simulation's costs on this host)\n"
                     "       detdb-bench simulate [--nodes=M] [--partitions=P] [--workers=N] [--compare] [--validate]\n"
-                    "       detdb-bench figure NAME --out=DIR [--real]  (NAME: fig2..fig9, table2, all, staged)\n"
+                    "       detdb-bench figure NAME --out=DIR [--real]  (NAME: fig2..fig9, table2, all; staged, lil)\n"
                     "       detdb-bench figure elision --out=DIR   (seed 001: index latches, lock elision)\n"
                     "       detdb-bench crash --nodes=3 --kills=K --seed=S [--crash_mode=one|all|mixed]\n"
+                    "       detdb-bench lil [--lil_agents=1,2,4] [--lil_absolute=...] [--rounds=N] [--json]  (seed 000 Fig. 4)\n"
                     "       detdb-bench micro --helpshort   (all flags)\n");
     return 2;
   }
@@ -392,5 +395,6 @@ int main(int argc, char** argv) {
   if (figure) return detdb::FigureCommand(figure_name);
   if (cmd == "simulate") return detdb::SimulateCommand();
   if (cmd == "crash") return detdb::CrashCommand();
+  if (cmd == "lil") return detdb::IntentLockCommand();
   return tpcc ? detdb::tpcc::TpccCommand() : detdb::Micro();
 }

@@ -1,6 +1,8 @@
 // `detdb-bench figure NAME --out DIR`: one figure or table of the DCLP
 // paper's section 4 (seed 002) by one command. NAME: fig2 ... fig10, table2,
-// or all (elision: seed 001's latch benchmark, bench/figure_elision.cc).
+// or all (elision: seed 001's latch benchmark, bench/figure_elision.cc;
+// staged: seed 003's, bench/staged_figure.cc; lil: seed 000's Fig. 4,
+// bench/intent_command.cc).
 // Each runs its sweep over the paper's four lock managers with the paper's
 // setup (4 workers and 1 lock thread per partition; 8 machines for
 // figs 7, 8 and 10 (TPC-C, 96 warehouses), 2-8 for fig 9), prints the
@@ -298,6 +300,7 @@ int FigureCommand(const std::string& name) {
     fprintf(stderr, "detdb-bench figure NAME: give --out=DIR\n");
     return 2;
   }
+  if (name == "lil") return IntentLockFigure(PlotScript());  // seed 000's Fig. 4 (bench/intent_command.cc)
   std::filesystem::create_directories(FLAGS_out);
   if (name == "elision") return ElisionFigure(FLAGS_out);
   if (name == "staged") return StagedFigure();  // seed 003: bench/staged_figure.cc
@@ -305,7 +308,7 @@ int FigureCommand(const std::string& name) {
   for (const Figure& f : Figures())
     if (name == "all" || f.name == name) chosen.push_back(f);
   if (chosen.empty()) {
-    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig10, table2, all; elision, staged)\n", name.c_str());
+    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig10, table2, all; elision, staged, lil)\n", name.c_str());
     return 2;
   }
   const std::vector<std::string> lms = Split(FLAGS_figure_lock_managers);

@@ -81,6 +81,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   eo.adaptive_admission = o.adaptive_admission;
   eo.staged_alloc = o.staged_alloc;
   eo.lock_manager = o.lock_manager;
+  eo.intent_locks = o.intent_locks;
   eo.lock = o.lock;
   eo.epoch_us = o.epoch_us;
   eo.log = o.log;

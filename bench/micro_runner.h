@@ -24,6 +24,7 @@ namespace detdb {
 struct MicroRunOptions {
   MicroOptions workload;
   std::string lock_manager = "dclp";
+  std::string intent_locks = "lil";  // EngineOptions::intent_locks
   uint32_t workers = 1;            // per partition
   bool release_on_workers = true;  // see SchedulerOptions
   bool adaptive_admission = true;  // see SchedulerOptions

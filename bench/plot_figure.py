@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots one figure's CSV (written by `detdb-bench figure NAME --out DIR`).
 
-usage: plot_figure.py CSV PNG TITLE XLABEL [logx]
+usage: plot_figure.py CSV PNG TITLE XLABEL [logx|symlogx]
 
 The CSV has the columns figure,x,series,txns_per_sec,mode[,sim_txns_per_sec];
 one line per series (lock manager), throughput against x. With the sim
@@ -26,6 +26,7 @@ def main():
         sys.exit(__doc__)
     path, png, title, xlabel = sys.argv[1:5]
     logx = len(sys.argv) > 5 and sys.argv[5] == "logx"
+    symlogx = len(sys.argv) > 5 and sys.argv[5] == "symlogx"  # log, with 0 on the axis
     series, sim, cpu, modes = {}, {}, {}, set()
     ylabel = "throughput (txns/s)"
     with open(path) as f:
@@ -63,6 +64,9 @@ def main():
                     label=name + " (simulated)")
     if logx:
         ax.set_xscale("log")
+    if symlogx:
+        positive = [x for pts in series.values() for x, _ in pts if x > 0]
+        ax.set_xscale("symlog", linthresh=min(positive) if positive else 1)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)

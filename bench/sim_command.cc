@@ -23,6 +23,7 @@
 #include "lockmgr/lock_manager.h"
 
 DECLARE_string(lock_manager);
+DECLARE_string(intent_locks);
 DECLARE_bool(compare);
 DECLARE_uint32(partitions);
 DECLARE_uint32(workers);
@@ -95,6 +96,7 @@ MicroRunOptions RealFromFlags() {
   MicroRunOptions o;
   o.workload = MicroFromFlags();
   o.lock_manager = FLAGS_lock_manager;
+  o.intent_locks = FLAGS_intent_locks;
   o.workers = FLAGS_workers;
   o.release_on_workers = FLAGS_release_on_workers;
   o.adaptive_admission = FLAGS_adaptive_admission;

@@ -25,6 +25,10 @@ int PlotFigure(const std::string& csv_path, const std::string& png_path, const s
 int ElisionFigure(const std::string& out_dir);
 // `detdb-bench figure staged --out DIR` (seed 003): bench/staged_figure.cc.
 int StagedFigure();
+// bench/intent_command.cc: `detdb-bench lil`, and `detdb-bench figure lil`
+// (plot_script: bench/plot_figure.py).
+int IntentLockCommand();
+int IntentLockFigure(const std::string& plot_script);
 // The microbenchmark, simulation and real-run options the flags give.
 MicroOptions MicroFromFlags();
 SimOptions SimFromFlags();

@@ -141,12 +141,15 @@ absl::StatusOr<double> ExecNs(uint32_t k, const CalibrateOptions& o) {
   }
   std::vector<double> ns;
   PartitionTxn st;
+  const std::unique_ptr<IntentAgent> intents = store.intents().NewAgent();
   for (uint32_t r = 0; r < o.rounds; ++r) {
     const uint64_t cpu0 = SelfThreadCpuNs();  // CPU time: see LockNs
     for (const pb::Txn& txn : txns) {
       exec.Init(&st, &txn, nullptr);
+      exec.AcquireIntents(&st, intents.get());
       exec.ReadLocal(&st);
-      exec.Execute(&st);
+      exec.Execute(&st, intents.get());
+      intents->EndTxn();
     }
     ns.push_back(static_cast<double>(SelfThreadCpuNs() - cpu0) / static_cast<double>(n));
   }

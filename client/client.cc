@@ -105,7 +105,8 @@ absl::StatusOr<pb::ClientReply> Client::Call(pb::ClientRequest request, std::chr
     }
     if (r.status() != pb::STATUS_OK)
       out = absl::Status(r.status() == pb::STATUS_UNAVAILABLE ? absl::StatusCode::kUnavailable
-                                                               : absl::StatusCode::kInvalidArgument,
+                         : r.status() == pb::STATUS_NOT_FOUND ? absl::StatusCode::kNotFound
+                                                              : absl::StatusCode::kInvalidArgument,
                          r.error());
     else
       out = std::move(r);
@@ -139,6 +140,17 @@ absl::StatusOr<pb::CheckpointInfo> Client::Checkpoint(uint64_t epoch, std::chron
   auto reply = Call(r, timeout);
   if (!reply.ok()) return reply.status();
   return reply->checkpoint();
+}
+
+absl::StatusOr<pb::ScanReply> Client::Scan(const std::string& table, uint64_t from_row, uint32_t limit,
+                                           std::chrono::milliseconds timeout) {
+  pb::ClientRequest r;
+  r.set_scan_table(table);
+  r.set_scan_from(from_row);
+  r.set_scan_limit(limit);
+  auto reply = Call(r, timeout);
+  if (!reply.ok()) return reply.status();
+  return reply->scan();
 }
 
 absl::StatusOr<pb::ClientReply> Client::Check(uint64_t epoch, std::chrono::milliseconds timeout) {

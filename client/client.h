@@ -59,6 +59,11 @@ class Client {
   // Has the node take a checkpoint at the boundary after `epoch` (see
   // pb::ClientRequest::checkpoint_epoch); returns once it is published.
   absl::StatusOr<pb::CheckpointInfo> Checkpoint(uint64_t epoch, std::chrono::milliseconds timeout);
+  // A scan of `table` (name or id) on the node's partitions while txns run
+  // (pb::ClientRequest::scan_table): up to `limit` records with row >=
+  // from_row, in key order.
+  absl::StatusOr<pb::ScanReply> Scan(const std::string& table, uint64_t from_row, uint32_t limit,
+                                     std::chrono::milliseconds timeout);
   // The workload's consistency check of the node's partitions at the
   // boundary of `epoch` (reply fields consistency_*).
   absl::StatusOr<pb::ClientReply> Check(uint64_t epoch, std::chrono::milliseconds timeout);

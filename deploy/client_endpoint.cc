@@ -335,7 +335,8 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
     r.set_error("this node's workload has no consistency checker");
     Reply(identity, r);
   }
-  if (req.digest() || (req.check() && check_) || req.checkpoint()) {
+  const bool scan = !req.scan_table().empty();
+  if (req.digest() || (req.check() && check_) || req.checkpoint() || scan) {
     // Waiting for the schedulers may take a while: not on this thread.
     bool queued = false;
     {
@@ -345,6 +346,9 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
         if (req.check()) digests_.push_back({identity, req.request_id(), req.check_epoch(), true});
         if (req.checkpoint())
           checkpoints_.push_back({identity, req.request_id(), req.checkpoint_epoch(), false, /*checkpoint=*/true});
+        if (scan)
+          digests_.push_back({identity, req.request_id(), req.scan_from(), false, false, /*scan=*/true,
+                              req.scan_table(), std::min(req.scan_limit(), kMaxScanRows)});
         queued = true;
       }
     }
@@ -375,7 +379,30 @@ void ClientEndpoint::AdminLoop(bool checkpoints) {
     out.identity = d.identity;
     out.reply.set_request_id(d.request_id);
     absl::Status s;
-    if (d.checkpoint) {
+    if (d.scan) {
+      // Under S intent locks while txns run: no epoch boundary to wait for.
+      auto scanned = engine_->ScanTable(d.table, d.min_epoch, d.limit, options_.digest_timeout);
+      s = scanned.status();
+      if (scanned.ok()) {
+        pb::ScanReply* sr = out.reply.mutable_scan();
+        sr->set_table(scanned->table);
+        sr->set_name(scanned->name);
+        sr->set_value_size(scanned->value_size);
+        sr->set_more(scanned->more);
+        size_t bytes = 0;
+        for (Engine::ScanRow& row : scanned->rows) {
+          if (bytes + row.value.size() > kMaxScanBytes && sr->rows_size() > 0) {
+            sr->set_more(true);
+            break;
+          }
+          bytes += row.value.size();
+          pb::ScanRow* r = sr->add_rows();
+          r->set_partition(row.partition);
+          r->set_key(row.key);
+          r->set_value(std::move(row.value));
+        }
+      }
+    } else if (d.checkpoint) {
       auto c = engine_->Checkpoint(d.min_epoch, options_.digest_timeout, &admin_cancel_);
       s = c.status();
       if (c.ok()) {
@@ -385,6 +412,7 @@ void ClientEndpoint::AdminLoop(bool checkpoints) {
         ci->set_path(c->path);
         ci->set_pause_ms(c->pause_ms);
         ci->set_fork_ms(c->fork_ms);
+        ci->set_lock_ms(c->lock_ms);
         ci->set_write_ms(c->write_ms);
         ci->set_total_ms(c->total_ms);
       }
@@ -405,7 +433,9 @@ void ClientEndpoint::AdminLoop(bool checkpoints) {
       }
     }
     if (!s.ok()) {
-      out.reply.set_status(ToCode(s));
+      // A scan of an unknown table is NOT_FOUND (ToCode keeps that code for
+      // the outcomes of txns).
+      out.reply.set_status(d.scan && absl::IsNotFound(s) ? pb::STATUS_NOT_FOUND : ToCode(s));
       out.reply.set_error(std::string(s.message()));
     }
     {

@@ -9,7 +9,8 @@
 // OUTPUT: ClientReply frames: the results of txns (batched per client
 //         connection), immediate errors for txns refused before sequencing,
 //         NodeInfo, partition digests, the node's sequencer history,
-//         checkpoints taken on request (Engine::Checkpoint).
+//         checkpoints taken on request (Engine::Checkpoint), table scans
+//         (Engine::ScanTable, bounded: kMaxScanRows, kMaxScanBytes).
 //
 // Validation before anything is sequenced: a frame larger than
 // max_request_bytes is refused before parsing, one that does not parse or
@@ -21,8 +22,8 @@
 // the node: a client that went away or stopped reading loses its replies
 // (counted), the node goes on.
 //
-// Threads: one endpoint thread, one admin thread that serves digest and
-// check requests and one that serves checkpoint requests (Engine::
+// Threads: one endpoint thread, one admin thread that serves digest, check
+// and scan requests and one that serves checkpoint requests (Engine::
 // SnapshotDigests, Engine::Checkpoint: they wait for the schedulers to reach
 // an epoch boundary; at most kMaxQueuedDigests queue, more are refused). Thread-safety: OnResult is thread-safe; Start/Stop from one
 // owner thread.
@@ -136,6 +137,10 @@ class ClientEndpoint final : public TxnClient {
   }
 
   static constexpr size_t kMaxQueuedDigests = 16;
+  // A scan's reply holds at most this many records and about this many
+  // bytes of values (the rest: `more`).
+  static constexpr uint32_t kMaxScanRows = 10000;
+  static constexpr size_t kMaxScanBytes = 4u << 20;
   static constexpr size_t kReplyBatch = 512;  // results that make a frame worth sending at once
 
  private:
@@ -155,11 +160,14 @@ class ClientEndpoint final : public TxnClient {
     std::string identity;
     pb::ClientReply reply;
   };
-  struct DigestRequest {  // digest, check or checkpoint: all wait for an epoch boundary
+  struct DigestRequest {  // digest, check or checkpoint (all wait for an epoch boundary), or a scan
     std::string identity;
     uint64_t request_id, min_epoch;
     bool check;
     bool checkpoint = false;
+    bool scan = false;  // table, min_epoch (the first row) and limit
+    std::string table;
+    uint32_t limit = 0;
   };
 
   explicit ClientEndpoint(const ClientEndpointOptions& options);

@@ -31,6 +31,8 @@ DEFINE_string(lock_manager, "dclp", "dclp, det2pl, vll, vll_sca or dclp_frag");
 DEFINE_uint32(workers, 1, "Worker threads per partition");
 DEFINE_bool(staged_alloc, false,
             "Txn states and their buffers from per-sub-batch slabs freed in bulk (seed 003; docs/STORAGE.md)");
+DEFINE_string(intent_locks, "lil", "Intent locks that keep table scans, truncates, bulk loads and checkpoint captures apart from the workers: lil, sli or queue (docs/STORAGE.md)");
+DEFINE_bool(allow_table_ops, false, "Clients may truncate and bulk load tables (pb::Txn::table_op); off: refused before sequencing");
 DEFINE_bool(adaptive_admission, true, "The admission window adapts to the workers (up to --max_active); false: a fixed window of --max_active");
 DEFINE_bool(release_on_workers, true, "Workers release their txns' locks (false: only the lock thread touches the lock manager, as in Calvin and the DCLP paper)");
 DEFINE_uint64(epoch_us, 0, "Epoch length in microseconds if the config gives none (all nodes must agree)");
@@ -111,6 +113,8 @@ int main(int argc, char** argv) {
   o.config = *config;
   o.node_id = static_cast<uint32_t>(FLAGS_node_id);
   o.engine.lock_manager = FLAGS_lock_manager;
+  o.engine.intent_locks = FLAGS_intent_locks;
+  o.engine.allow_table_ops = FLAGS_allow_table_ops;
   o.engine.workers = FLAGS_workers;
   o.engine.release_on_workers = FLAGS_release_on_workers;
   o.engine.staged_alloc = FLAGS_staged_alloc;

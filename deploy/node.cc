@@ -326,6 +326,8 @@ pb::NodeInfo Node::info() const {
   for (PartitionId p : engine_->local_partitions()) i.add_partitions(p);
   i.set_ready(ready());
   i.set_lock_manager(options_.engine.lock_manager);
+  i.set_intent_locks(options_.engine.intent_locks);
+  i.set_allow_table_ops(options_.engine.allow_table_ops);
   i.set_workload(options_.workload);
   i.set_micro_records_per_partition(options_.micro_records_per_partition);
   if (options_.workload == "tpcc") {

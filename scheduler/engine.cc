@@ -24,6 +24,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     return absl::InvalidArgumentError(absl::StrCat("max_pending_bytes (", options.max_pending_bytes,
                                                    ") must hold the largest txn accepted (", largest, " bytes)"));
   if (options.peer_window_us == 0) return absl::InvalidArgumentError("peer_window_us must be positive");
+  if (auto kind = ParseIntentLockKind(options.intent_locks); !kind.ok()) return kind.status();
   if (options.peers != nullptr) {
     if (options.peers->num_nodes() == 0 || options.peers->num_nodes() > EpochBatcher::kMaxSequencers ||
         options.peers->node_id() >= options.peers->num_nodes())
@@ -99,7 +100,8 @@ Engine::Engine(const EngineOptions& options, const Partitioner* partitioner, con
   const PeerLink* peers = options.peers;
   for (PartitionId p = 0; p < partitioner->num_partitions(); ++p) {
     const bool local = peers == nullptr || peers->NodeOf(p) == peers->node_id();
-    stores_.push_back(local ? std::make_unique<PartitionStore>() : nullptr);
+    const PartitionStoreOptions so{.intent_locks = ParseIntentLockKind(options.intent_locks).value_or(IntentLockKind::kLil)};
+    stores_.push_back(local ? std::make_unique<PartitionStore>(so) : nullptr);
     if (local) local_.push_back(p);
   }
   SequencerOptions so;
@@ -221,11 +223,15 @@ absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
   return absl::OkStatus();
 }
 
-absl::Status Engine::Validate(const pb::Txn& txn) const {
+absl::Status Engine::Validate(const pb::Txn& txn, bool from_peer) const {
+  const bool known_client = txn.client_id() != 0 && (options_.results != nullptr || txn.client_id() <= clients_.size());
+  if (txn.has_table_op()) {  // no procedure, so no workload check
+    if (!known_client) return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
+    return ValidateTableOp(txn, from_peer);
+  }
   if (procedures_->Find(txn.type()) == nullptr)
     return absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));
-  if (txn.client_id() == 0 || (options_.results == nullptr && txn.client_id() > clients_.size()))
-    return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
+  if (!known_client) return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
   if (txn.args().size() > options_.max_args_bytes)
     return absl::InvalidArgumentError(
         absl::StrCat("txn args of ", txn.args().size(), " bytes; the limit is ", options_.max_args_bytes));

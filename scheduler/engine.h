@@ -109,6 +109,14 @@ struct EngineOptions {
   // Optional check of every txn (the workload's: arguments, key sets), run
   // last by Validate: on client, in-process, peer and replayed peer input.
   std::function<absl::Status(const pb::Txn&)> txn_check;
+  // Which intent locks keep whole-table operations (scans, truncates, bulk
+  // loads, checkpoint captures) apart from the workers: "lil", "sli" or
+  // "queue" (storage/intent_lock.h).
+  std::string intent_locks = "lil";
+  // Whether clients may submit table operations (pb::Txn::table_op:
+  // truncate, bulk load) here. Off, they are refused before sequencing
+  // (those of a peer's batch run anyway: its node accepted them).
+  bool allow_table_ops = false;
   // The input log (log.dir empty: none; replies as soon as executed).
   LogStageOptions log;
   // Called once (on the thread that saw it) when the log fails: the engine
@@ -144,9 +152,11 @@ struct EngineStats {
 };
 
 // What a txn counts against EngineOptions::max_pending_bytes: its
-// arguments, 8 bytes per key and 64 for the rest.
+// arguments, 8 bytes per key and 64 for the rest (and a table operation's
+// encoded rows).
 inline uint64_t TxnCharge(const pb::Txn& txn) {
-  return txn.args().size() + 8 * static_cast<uint64_t>(txn.read_set_size() + txn.write_set_size()) + 64;
+  return txn.args().size() + 8 * static_cast<uint64_t>(txn.read_set_size() + txn.write_set_size()) + 64 +
+         (txn.has_table_op() ? txn.table_op().ByteSizeLong() : 0);
 }
 
 class Engine final : public BatchSink, public ReplySink, public PeerHandler {
@@ -281,6 +291,33 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   absl::Status AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel,
                                const std::function<void()>& fn);
 
+  // A scan of a table while txns run (docs/STORAGE.md, "Intent locks"):
+  // on every local partition, IS on the partition and S on the table, which
+  // waits for the txns writing the table to end and holds new writers back
+  // meanwhile (they wait for it); so no record is seen half written, and
+  // every txn's writes to the table on that partition are wholly in or
+  // wholly out. Partitions are scanned one after the other: no common cut
+  // across them (SnapshotDigests gives one, by pausing at a boundary).
+  // Returns the first `limit` records with row >= from_row in key order
+  // over the local partitions; more: there were others.
+  // table: a table's name or id. NotFound for an unknown table;
+  // DeadlineExceeded if a partition's S was not granted within timeout.
+  // Thread-safety: thread-safe; waits (never while holding an engine lock).
+  struct ScanRow {
+    PartitionId partition;
+    Key key;
+    std::string value;
+  };
+  struct TableScan {
+    uint32_t table = 0;
+    std::string name;
+    uint32_t value_size = 0;
+    std::vector<ScanRow> rows;
+    bool more = false;
+  };
+  absl::StatusOr<TableScan> ScanTable(std::string_view table, uint64_t from_row, size_t limit,
+                                      std::chrono::milliseconds timeout);
+
   // One process only, instead of Start(): runs the given batches (a
   // history() of another engine: epochs 1, 2, ... in order) through this
   // engine's schedulers, without the sequencer, and returns once every txn
@@ -348,7 +385,10 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void ExpectResults(const pb::Batch& batch);
   void DeliverNow(const pb::TxnResult& result);
   Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures);
-  absl::Status Validate(const pb::Txn& txn) const;
+  // from_peer: a peer's batch (its node accepted the txn from its client:
+  // allow_table_ops is that node's to apply, every node runs what it took).
+  absl::Status Validate(const pb::Txn& txn, bool from_peer = false) const;
+  absl::Status ValidateTableOp(const pb::Txn& txn, bool from_peer) const;
   absl::Status Admit(size_t n, uint64_t bytes);
   absl::Status SubmitGroup(std::vector<pb::Txn>* txns, bool validate);
   // Hands each local scheduler its part of batch (empty parts too).

@@ -40,7 +40,7 @@ absl::Status Engine::CheckPeerBatch(pb::Batch* batch) const {
       return absl::InvalidArgumentError(absl::StrCat("txn id ", t.id(), " out of place in batch (epoch ",
                                                      batch->epoch(), ", sequencer ", seq, ")"));
     last_index = EpochBatcher::IdIndex(t.id());
-    absl::Status s = Validate(t);
+    absl::Status s = Validate(t, /*from_peer=*/true);
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("txn ", t.id(), ": ", s.message()));
     // Derived fields are recomputed, never trusted.
     EpochBatcher::SetParticipants(&t, *partitioner_, &scratch);
@@ -61,6 +61,10 @@ uint64_t BatchHash(const pb::Batch& batch) {
     XXH3_64bits_update(state, t.args().data(), t.args().size());
     XXH3_64bits_update(state, t.read_set().data(), t.read_set_size() * sizeof(Key));
     XXH3_64bits_update(state, t.write_set().data(), t.write_set_size() * sizeof(Key));
+    if (t.has_table_op()) {
+      const std::string op = t.table_op().SerializeAsString();
+      XXH3_64bits_update(state, op.data(), op.size());
+    }
   }
   const uint64_t h = XXH3_64bits_digest(state);
   XXH3_freeState(state);

@@ -119,6 +119,7 @@ struct PartitionTxn {
   std::pmr::vector<Key> local_reads, local_writes;
   std::pmr::vector<PartitionId> executors;  // ExecutorsOf(*txn)
   bool reader = false, executor = false, coordinator = false, resumed = false;
+  bool table_op = false;  // txn->has_table_op(): admitted alone (PartitionCore)
   uint32_t remote_expected = 0, remote_received = 0;
   std::pmr::vector<Value> reads;                       // local, then remote
   struct BufferedWrite {
@@ -165,9 +166,20 @@ class TxnExecutor {
   // remote reads to expect) and readies st->lt for LockManager::Lock.
   void Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<const void> owner) const;
 
-  // Worker side, in this order: ReadLocal; SendReads if st->reader; then a
-  // passive participant (!st->executor) is done, an executor runs Execute
-  // once !MissingRemoteReads().
+  // Worker side, in this order: AcquireIntents; ReadLocal; SendReads if
+  // st->reader; then a passive participant (!st->executor) is done, an
+  // executor runs Execute once !MissingRemoteReads() (AcquireIntents again
+  // first if that is a later step, e.g. resumed after parking). A table
+  // operation (st->txn->has_table_op()) runs RunTableOp instead of all that.
+  //
+  // Intent locks (storage/intent_lock.h) through the worker's agent, for
+  // the step: IS on the partition and on the tables of the local reads, IX
+  // instead where a local key is written (in increasing lock id, so that a
+  // scan's S waiting for them cannot close a cycle). Covered reads and
+  // replicated reads take IS as they go, writes to covered keys' tables IX
+  // before the writes are applied. The agent's fast path touches only its
+  // own memory; the worker ends the step with IntentAgent::EndTxn.
+  void AcquireIntents(const PartitionTxn* st, IntentAgent* agent) const;
   void ReadLocal(PartitionTxn* st) const;
   void SendReads(PartitionTxn* st) const;
   static void AddRemote(PartitionTxn* st, pb::RemoteReads* msg);
@@ -176,19 +188,27 @@ class TxnExecutor {
   // Returns whether it committed (false: a deterministic abort). A runner
   // that counts outcomes counts them before it calls Reply, so that a client
   // that has its reply never sees a count without its txn.
-  bool Run(PartitionTxn* st, pb::TxnResult* result) const;
+  bool Run(PartitionTxn* st, pb::TxnResult* result, IntentAgent* agent) const;
+  // A table operation's part on this partition: IX on the partition, X on
+  // the table (waiting for scans, revoking the workers' cached intents),
+  // then the truncate or this partition's rows of the bulk load. Fills
+  // *result if st coordinates; always commits. REQUIRES: no other txn of
+  // the partition in flight (PartitionCore runs a table operation alone).
+  bool RunTableOp(PartitionTxn* st, pb::TxnResult* result, IntentAgent* agent) const;
   // Sends the coordinator's reply that Run filled. REQUIRES: st->coordinator.
   void Reply(const PartitionTxn* st, pb::TxnResult result) const { replies_->OnTxnResult(*st->txn, std::move(result)); }
   // Run, then Reply if st coordinates.
-  bool Execute(PartitionTxn* st) const {
+  bool Execute(PartitionTxn* st, IntentAgent* agent) const {
     pb::TxnResult r;
-    const bool ok = Run(st, &r);
+    const bool ok = Run(st, &r, agent);
     if (st->coordinator) Reply(st, std::move(r));
     return ok;
   }
 
  private:
   class ExecContext;
+  // Fills *reply (if st coordinates) with s and result.
+  void FillReply(const PartitionTxn* st, const absl::Status& s, std::string result, pb::TxnResult* reply) const;
 
   const PartitionId self_;
   PartitionStore* const store_;

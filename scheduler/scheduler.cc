@@ -207,6 +207,11 @@ void Scheduler::WorkerThread() {
   // offline while it sleeps, and frees what is safe every
   // kReclaimEveryTxns txns and before it sleeps.
   EpochParticipant epoch(&store_->epochs());
+  // Intent locks (docs/STORAGE.md, "Intent locks"): taken per txn step
+  // through this worker's agent (TxnExecutor::AcquireIntents), the step
+  // ended with EndTxn where the worker turns quiescent, everything given
+  // back before it sleeps (nobody waits for an idle worker).
+  const std::unique_ptr<IntentAgent> intents = store_->intents().NewAgent();
   uint32_t since_reclaim = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     items.clear();
@@ -228,6 +233,7 @@ void Scheduler::WorkerThread() {
         lock_notifier_.Notify();
       }
       store_->ReclaimSafe(&epoch);
+      intents->ReleaseAll();
       epoch.Offline();
       const size_t popped = ready_q_.PopBatch(batch, &items);
       epoch.Online();
@@ -235,7 +241,8 @@ void Scheduler::WorkerThread() {
     }
     for (size_t i = 0; i < items.size(); ++i) {
       PartitionTxn* st = items[i];
-      const bool finished = Process(st);
+      const bool finished = Process(st, intents.get());
+      intents->EndTxn();
       epoch.Quiescent();
       ++since_reclaim;
       if (!finished) continue;  // parked
@@ -276,7 +283,15 @@ void Scheduler::WorkerThread() {
   }
 }
 
-bool Scheduler::Process(PartitionTxn* st) {
+bool Scheduler::Process(PartitionTxn* st, IntentAgent* intents) {
+  if (st->table_op) {  // admitted alone (PartitionCore)
+    pb::TxnResult reply;
+    exec_.RunTableOp(st, &reply, intents);
+    committed_.fetch_add(1, std::memory_order_relaxed);
+    if (st->coordinator) exec_.Reply(st, std::move(reply));
+    return true;
+  }
+  exec_.AcquireIntents(st, intents);
   if (!st->resumed) {
     exec_.ReadLocal(st);
     // Counted before the reads leave: the executor may reply as soon as it
@@ -296,7 +311,7 @@ bool Scheduler::Process(PartitionTxn* st) {
   // Counted before the reply leaves: a client holding its reply must find
   // its txn in stats().
   pb::TxnResult reply;
-  if (exec_.Run(st, &reply)) {
+  if (exec_.Run(st, &reply, intents)) {
     committed_.fetch_add(1, std::memory_order_relaxed);
   } else {
     aborted_.fetch_add(1, std::memory_order_relaxed);

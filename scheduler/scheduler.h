@@ -201,8 +201,9 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   void OnActiveChanged(uint64_t active) override { active_now_.store(active, std::memory_order_relaxed); }
   // CoreListener: registers st's expected remote reads. REQUIRES: lm_mu_ held.
   void OnTaken(const PartitionTxn& st) override;
-  // Worker side. Returns true if st finished here (release it).
-  bool Process(PartitionTxn* st);
+  // Worker side: one step of st, its intent locks taken through `intents`.
+  // Returns true if st finished here (release it).
+  bool Process(PartitionTxn* st, IntentAgent* intents);
 
   const SchedulerOptions options_;
   // Txns a worker runs between two rounds of reclamation (ReclaimSafe).

@@ -91,6 +91,7 @@ PartitionTxn* PartitionCore::NewState(const pb::Txn* txn) {
 }
 
 void PartitionCore::Release(PartitionTxn* st, ReadyList* ready) {
+  if (st->table_op) table_op_running_ = false;
   lm_->Release(&st->lt, ready);
   DCHECK(st->owner == nullptr) << "the owner is dropped by the runner";
   if (staged_ != nullptr) {
@@ -107,7 +108,8 @@ void PartitionCore::Release(PartitionTxn* st, ReadyList* ready) {
 AdmitResult PartitionCore::Admit(int slice, const RunnerState& state, ReadyList* ready) {
   AdmitResult out;
   AdmissionSignals sig;
-  for (int n = 0; n < slice && lm_->CanAdmit() && admission_.MayAdmit(active_); ++n) {
+  table_op_waiting_ = false;
+  for (int n = 0; n < slice && lm_->CanAdmit() && admission_.MayAdmit(active_) && !table_op_running_; ++n) {
     PartitionTxn* st = lookahead_;
     lookahead_ = nullptr;
     if (st == nullptr) {
@@ -118,6 +120,16 @@ AdmitResult PartitionCore::Admit(int slice, const RunnerState& state, ReadyList*
       st = NewState(txn);
     }
     input_idle_ = false;
+    if (st->table_op) {
+      // A table operation runs alone: after every txn admitted before it
+      // is released, and nothing after it until it is.
+      if (active_ > 0) {
+        lookahead_ = st;
+        table_op_waiting_ = true;
+        break;
+      }
+      table_op_running_ = true;
+    }
     // Take the txn after it too, and let the lock manager start loading
     // its lock state (LockManager::Prefetch) while this one locks.
     if (const pb::Txn* next = NextInput(); next != nullptr) {
@@ -150,7 +162,7 @@ AdmitResult PartitionCore::Admit(int slice, const RunnerState& state, ReadyList*
   sig.parked = state.parked;
   sig.now_us = state.now_us;
   admission_.Adjust(sig);
-  admission_blocked_ = !lm_->CanAdmit() || !admission_.MayAdmit(active_);
+  admission_blocked_ = !lm_->CanAdmit() || !admission_.MayAdmit(active_) || table_op_waiting_ || table_op_running_;
   window_bound_ = sig.window_bound && !admission_.MayAdmit(active_);
   if (sig.window_bound && admission_.MayAdmit(active_)) out.progress = true;  // it grew: admit at once
   lm_->Poll(input_idle_ || admission_blocked_, ready);

@@ -15,7 +15,9 @@
 //   admission window). INPUT: Admit() (one admission slice, taking txns from
 //   a MergedInput), Release() of finished txns. OUTPUT: the txns that became
 //   runnable (a ReadyList, in the order of LOCKING.md N4) to dispatch to
-//   workers, and whether a stopped admission is worth resuming.
+//   workers, and whether a stopped admission is worth resuming. A table
+//   operation (pb::Txn::table_op) is admitted alone: once every txn before
+//   it is released, and nothing after it until it is.
 // - RemoteReadsTable: parking. INPUT: an executor missing remote reads
 //   (Park), another partition's reads (OnRemoteReads). OUTPUT: the parked txn
 //   that became complete, to dispatch again. Every read is checked by a
@@ -158,7 +160,9 @@ class PartitionCore {
   // Admission stopped (by the lock manager or the window) and is worth
   // resuming now.
   bool AdmissionWorthResuming() const {
-    return admission_blocked_ && lm_->CanAdmit() && admission_.WorthResuming(active_);
+    if (!admission_blocked_) return false;
+    if (table_op_waiting_) return active_ == 0;  // the table operation may start
+    return !table_op_running_ && lm_->CanAdmit() && admission_.WorthResuming(active_);
   }
 
   uint64_t active() const { return active_; }
@@ -186,6 +190,11 @@ class PartitionCore {
   uint64_t active_ = 0;
   AdmissionController admission_;
   bool input_idle_ = false;         // the last admission found no input
+  // A table operation (PartitionTxn::table_op) is admitted alone: it waits
+  // (in lookahead_) until every earlier txn is released, and nothing is
+  // admitted while it runs.
+  bool table_op_waiting_ = false;
+  bool table_op_running_ = false;
   bool admission_blocked_ = false;  // admission waits for CanAdmit() or the window
   bool window_bound_ = false;
   uint64_t starved_seen_ = 0;       // starved_total at the last Adjust

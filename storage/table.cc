@@ -149,6 +149,12 @@ void RecordArena::Retire(void* block) {
   latch_.Unlock();
 }
 
+void RecordArena::RetireMany(const std::vector<void*>& blocks) {
+  latch_.LockNoElision();
+  retired_.insert(retired_.end(), blocks.begin(), blocks.end());
+  latch_.Unlock();
+}
+
 size_t RecordArena::ReclaimRetired() {
   latch_.LockNoElision();
   const size_t n = retired_.size();
@@ -500,6 +506,57 @@ size_t Table::ReclaimErased() {
   const size_t n = sealed_records + arena_.ReclaimRetired();
   reclaimed_records_.fetch_add(n, std::memory_order_relaxed);
   return n;
+}
+
+// ---------------------------------------------------------------- whole table
+
+uint64_t Table::Clear() {
+  std::vector<void*> records;
+  ForEachRecord([&records](const Record* r) { records.push_back(const_cast<Record*>(r)); });
+  // Unlinked all at once by replacing the index: nothing can reach them
+  // after this (a reader standing on one from before the caller's X lock
+  // was granted cannot exist), but reclamation frees them, as it does
+  // erased records, only once every participant passed a quiescent point.
+  auto fresh = std::make_unique<Index>(std::bit_ceil(std::max(options_.expected_records, kMinBuckets)));
+  Index* ix = fresh.get();
+  {
+    std::lock_guard<std::mutex> l(owned_mu_);
+    indexes_.push_back(std::move(fresh));
+    migration_.store(nullptr, std::memory_order_release);
+    current_.store(ix, std::memory_order_release);
+  }
+  growing_.store(false, std::memory_order_release);
+  grow_records_per_stripe_.store(GrowThreshold(ix->mask + 1), std::memory_order_relaxed);
+  for (size_t s = 0; s <= stripe_mask_; ++s) stripes_[s].records.store(0, std::memory_order_relaxed);
+  arena_.RetireMany(records);
+  return records.size();
+}
+
+void Table::Reserve(uint64_t records) {
+  const uint64_t need = std::min(kMaxBuckets, std::bit_ceil(std::max(records / kGrowLoad, kMinBuckets)));
+  const Index* cur = current_.load(std::memory_order_acquire);
+  if (need <= cur->mask + 1 && migration_.load(std::memory_order_acquire) == nullptr) return;
+  auto to = std::make_unique<Index>(std::max<uint64_t>(need, cur->mask + 1));
+  Index* ix = to.get();
+  std::vector<Record*> all;
+  ForEachRecord([&all](const Record* r) { all.push_back(const_cast<Record*>(r)); });
+  // Relinked in place into the new array (nobody else is in the table).
+  for (Record* r : all) {
+    const uint64_t h = Mix64(r->key);
+    Bucket& b = ix->buckets[h & ix->mask];
+    r->next.store(b.head.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    b.head.store(r, std::memory_order_relaxed);
+    b.filter.store(b.filter.load(std::memory_order_relaxed) | FilterBit(h), std::memory_order_relaxed);
+  }
+  {
+    std::lock_guard<std::mutex> l(owned_mu_);
+    indexes_.push_back(std::move(to));
+    migration_.store(nullptr, std::memory_order_release);
+    current_.store(ix, std::memory_order_release);
+  }
+  growing_.store(false, std::memory_order_release);
+  grow_records_per_stripe_.store(GrowThreshold(ix->mask + 1), std::memory_order_relaxed);
+  growths_.fetch_add(1, std::memory_order_relaxed);
 }
 
 uint64_t Table::size() const {
