@@ -348,7 +348,7 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
           checkpoints_.push_back({identity, req.request_id(), req.checkpoint_epoch(), false, /*checkpoint=*/true});
         if (scan)
           digests_.push_back({identity, req.request_id(), req.scan_from(), false, false, /*scan=*/true,
-                              req.scan_table(), std::min(req.scan_limit(), kMaxScanRows)});
+                              req.scan_table(), std::min(req.scan_limit(), kMaxScanRows), req.scan_after_epoch()});
         queued = true;
       }
     }
@@ -380,8 +380,9 @@ void ClientEndpoint::AdminLoop(bool checkpoints) {
     out.reply.set_request_id(d.request_id);
     absl::Status s;
     if (d.scan) {
-      // Under S intent locks while txns run: no epoch boundary to wait for.
-      auto scanned = engine_->ScanTable(d.table, d.min_epoch, d.limit, options_.digest_timeout);
+      // Under S intent locks while txns run: no epoch boundary to wait for
+      // (but the txns of the epochs the client has seen results of).
+      auto scanned = engine_->ScanTable(d.table, d.min_epoch, d.limit, options_.digest_timeout, d.after_epoch);
       s = scanned.status();
       if (scanned.ok()) {
         pb::ScanReply* sr = out.reply.mutable_scan();

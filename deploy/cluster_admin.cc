@@ -83,7 +83,7 @@ absl::StatusOr<ClusterScan> ScanTable(ClusterClient* c, const std::string& table
   for (uint32_t i = 0; i < c->num_nodes(); ++i) {
     // Each node's scan runs while its txns do; one node at a time keeps
     // the scans' S locks (and the writers they hold back) short.
-    auto r = c->node(i)->Scan(table, from_row, limit, timeout);
+    auto r = c->node(i)->Scan(table, from_row, limit, timeout, c->seen_epoch());
     if (!r.ok()) {
       if (absl::IsNotFound(r.status())) {
         not_found = true;

@@ -49,6 +49,8 @@ absl::StatusOr<ClusterDigests> TakeDigests(ClusterClient* c, std::chrono::millis
 // each, under S intent locks): the first `limit` records with row >=
 // from_row over the whole cluster, in key order. Each node's partitions are
 // scanned one after the other (no common cut: TakeDigests gives one).
+// The scan reads c's own writes: each partition is scanned after every
+// txn of the epochs c has results of (ClusterClient::seen_epoch) ran there.
 struct ClusterScan {
   uint32_t table = 0;
   std::string name;

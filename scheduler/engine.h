@@ -302,6 +302,11 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // over the local partitions; more: there were others.
   // table: a table's name or id. NotFound for an unknown table;
   // DeadlineExceeded if a partition's S was not granted within timeout.
+  // after_epoch > 0: each partition is scanned only once every txn of
+  // epochs <= after_epoch has run on it (a client reads its own writes:
+  // a result it holds came from a txn of an epoch it names here), by a
+  // brief hold at the next boundary (the partition pauses while its
+  // running txns drain). DeadlineExceeded if that takes beyond timeout.
   // Thread-safety: thread-safe; waits (never while holding an engine lock).
   struct ScanRow {
     PartitionId partition;
@@ -316,7 +321,10 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
     bool more = false;
   };
   absl::StatusOr<TableScan> ScanTable(std::string_view table, uint64_t from_row, size_t limit,
-                                      std::chrono::milliseconds timeout);
+                                      std::chrono::milliseconds timeout, uint64_t after_epoch = 0);
+  // Waits until every txn of epochs <= epoch has run on local partition p
+  // (see ScanTable's after_epoch). Thread-safe.
+  absl::Status WaitApplied(PartitionId p, uint64_t epoch, std::chrono::steady_clock::time_point deadline);
 
   // One process only, instead of Start(): runs the given batches (a
   // history() of another engine: epochs 1, 2, ... in order) through this

@@ -5,6 +5,7 @@
 // documents the class.
 #include <algorithm>
 #include <charconv>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/engine.h"
@@ -47,8 +48,32 @@ absl::Status Engine::ValidateTableOp(const pb::Txn& txn, bool from_peer) const {
   return absl::OkStatus();
 }
 
+absl::Status Engine::WaitApplied(PartitionId p, uint64_t epoch, std::chrono::steady_clock::time_point deadline) {
+  Scheduler* s = schedulers_[p].get();
+  for (;;) {
+    // Hold at a boundary past `epoch` the partition has not merged into
+    // yet; once it is there and idle, every txn below it has run.
+    const uint64_t at = std::max(epoch + 1, s->merged_epoch() + 1);
+    if (s->HoldAt(at)) {
+      absl::Status st = absl::OkStatus();
+      while (!(s->merged_epoch() >= at && s->Idle())) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+          st = absl::DeadlineExceededError(absl::StrCat("partition ", p, " has not run every txn of epoch ", epoch,
+                                                        " (merged below ", s->merged_epoch(), ")"));
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      s->ReleaseHold(at);
+      return st;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return absl::DeadlineExceededError(absl::StrCat("partition ", p, " kept merging past every boundary asked"));
+  }
+}
+
 absl::StatusOr<Engine::TableScan> Engine::ScanTable(std::string_view table, uint64_t from_row, size_t limit,
-                                                    std::chrono::milliseconds timeout) {
+                                                    std::chrono::milliseconds timeout, uint64_t after_epoch) {
   const PartitionStore* schema_store = schema();
   const Table* schema_table = nullptr;
   uint32_t id = 0;
@@ -65,6 +90,10 @@ absl::StatusOr<Engine::TableScan> Engine::ScanTable(std::string_view table, uint
   const Key from = MakeKey(out.table, std::min(from_row, kRowMask));
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (PartitionId p : local_) {
+    if (after_epoch > 0) {
+      absl::Status s = WaitApplied(p, after_epoch, deadline);
+      if (!s.ok()) return s;
+    }
     PartitionStore* store = stores_[p].get();
     const Table* t = store->GetTable(out.table);
     const std::unique_ptr<IntentAgent> locks = store->intents().NewAgent();
