@@ -94,6 +94,10 @@ int main(int argc, char** argv) {
   FLAGS_logtostderr = FLAGS_log_dir.empty();
   google::InitGoogleLogging(argv[0]);
   google::InstallFailureSignalHandler();  // a crash prints its stack to the log
+  // A file-size limit (RLIMIT_FSIZE) or a file system that refuses to grow
+  // a file: the write fails with EFBIG and the input log stops the node
+  // with that error, rather than SIGXFSZ killing it without a word.
+  signal(SIGXFSZ, SIG_IGN);
   LOG(INFO) << "detdb build " << detdb::kBuildIdHex;
   if (FLAGS_config.empty() || FLAGS_node_id < 0) {
     fprintf(stderr, "detdb: --config and --node_id are required\n%s\n", gflags::ProgramUsage());
