@@ -317,7 +317,6 @@ absl::StatusOr<pb::TxnResult> Client::Run(const pb::Txn& txn, std::chrono::milli
       pb::ClientReply r;
       if (!r.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) continue;
       NoteEpochs(r);
-    NoteEpochs(r);
       pb::ClientReply rest = r;
       rest.clear_results();
       for (const pb::TxnResult& res : r.results()) {

@@ -32,11 +32,12 @@ TEST(ClusterDiskFull, TheNodeStopsWithTheErrorAndARestartLosesNothingAcknowledge
   o.nodes = 1;
   o.partitions_per_node = 2;
   o.data_dirs = true;
-  o.flags = {"--micro_records=1000"};
+  // RLIMIT_FSIZE caps each file: the segment must be able to outgrow it.
+  o.flags = {"--micro_records=1000", "--log_segment_kb=65536"};
   TestCluster cluster(o);
-  // About 10K micro txns fill 1 MiB of log; the node's text log stays far
-  // below it.
-  constexpr uint64_t kLimit = 1 << 20;
+  // About 2.5K micro txns fill 256 KiB of log; the node's text log stays
+  // far below it.
+  constexpr uint64_t kLimit = 256 << 10;
   cluster.SetNextStartFileSizeLimit(0, kLimit);
   ASSERT_TRUE(cluster.Start().ok()) << cluster.Logs();
 
@@ -76,10 +77,10 @@ TEST(ClusterDiskFull, TheNodeStopsWithTheErrorAndARestartLosesNothingAcknowledge
   }
   ASSERT_FALSE(cluster.Running(0)) << "the node should have stopped when its disk filled; sent " << sent.size()
                                    << "\n" << cluster.Logs();
-  const std::string logs = cluster.Logs();
+  const std::string logs = cluster.NodeLog(0);
   EXPECT_NE(logs.find("File too large"), std::string::npos) << logs;
   EXPECT_NE(logs.find("its input log failed"), std::string::npos) << logs;
-  EXPECT_GT(acked.size(), 1000u) << "txns before the disk filled were made durable and answered";
+  EXPECT_GT(acked.size(), 200u) << "txns before the disk filled were made durable and answered";
   EXPECT_LT(acked.size(), sent.size()) << "nothing was answered past the failure";
 
   // The disk has room again: the node recovers; every acknowledged txn is

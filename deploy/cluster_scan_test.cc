@@ -85,6 +85,17 @@ TEST(ClusterScan, ScansWhileTxnsRunAndTableOpsInTheOrder) {
   EXPECT_TRUE(page->more);
   for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ(KeyRow(page->rows[i].key()), 100 + i);
   EXPECT_TRUE(absl::IsNotFound(ScanTable(cc->get(), "no_such_table", 0, 5, seconds(30)).status()));
+  // A scan after an epoch beyond the node's window (a buggy or hostile
+  // client) is refused at once, not waited for.
+  for (uint64_t bad : {uint64_t{1} << 39, ~uint64_t{0}}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto refused = cc->get()->node(0)->Scan("micro", 0, 5, seconds(30), bad);
+    EXPECT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("beyond this node's epochs"), std::string::npos) << refused.status();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(10));
+  }
+  // A scan after an epoch long applied is answered.
+  EXPECT_TRUE(cc->get()->node(1)->Scan("micro", 0, 5, seconds(30), 2).ok());
 
   // Scans while a client keeps writing.
   std::atomic<bool> done{false};

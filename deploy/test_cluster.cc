@@ -200,6 +200,13 @@ absl::Status TestCluster::Stop() {
   return absl::OkStatus();
 }
 
+std::string TestCluster::NodeLog(uint32_t node) const {
+  std::ifstream f(absl::StrCat(dir_, "/node", node, ".log"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 std::string TestCluster::Logs() const {
   std::string out;
   for (uint32_t i = 0; i < options_.nodes; ++i) {

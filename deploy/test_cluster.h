@@ -76,6 +76,8 @@ class TestCluster {
   const pb::ClusterConfig& config() const { return config_; }
   const std::string& config_path() const { return config_path_; }
   std::string Logs() const;
+  // Node's whole log (stdout and stderr of every start).
+  std::string NodeLog(uint32_t node) const;
   // With curve: the client key pair of the allowlist, and where node's (or
   // any named) key pair files are: KeyPrefix("node0") + ".key" / ".pub".
   const CurveKeyPair& client_keys() const { return client_keys_; }

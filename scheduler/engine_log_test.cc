@@ -195,10 +195,28 @@ TEST_P(EngineLogFault, StopsRepliesAndARestartRecovers) {
     });
     ASSERT_EQ(e->RegisterClient(&acked), 1u);
     if (fault == DiskFault::kFsyncError) fs.FailSyncAfter(30);
-    // 3000 txns log about 1 MB: the disk fills after some hundreds.
-    if (fault == DiskFault::kDiskFull) fs.SetSpaceLimit(96 * 1024);
     { absl::Status st = e->Start(); ASSERT_TRUE(st.ok()) << st; }
-    Feed(e.get(), RandomTxns(7, 3000, kPartitions, 1), [&] { return failures.load() > 0; });
+    // The disk fills once some txns were answered (their records are
+    // durable): the next append writes nothing and fails with ENOSPC.
+    bool full = fault != DiskFault::kDiskFull;
+    auto fill_once_answered = [&] {
+      if (full) return;
+      std::lock_guard<std::mutex> l(acked.mu);
+      if (acked.count < 50) return;
+      fs.SetSpaceLimit(1);
+      full = true;
+    };
+    Feed(e.get(), RandomTxns(7, 3000, kPartitions, 1), [&] {
+      fill_once_answered();
+      return failures.load() > 0;
+    });
+    if (!full) {  // every txn fed before 50 were answered: fill it now
+      for (int i = 0; i < 5000 && !full; ++i) {
+        fill_once_answered();
+        std::this_thread::sleep_for(milliseconds(1));
+      }
+      Feed(e.get(), RandomTxns(10, 200, kPartitions, 1), [&] { return failures.load() > 0; });
+    }
     for (int i = 0; i < 2000 && failures.load() == 0; ++i) std::this_thread::sleep_for(milliseconds(1));
     ASSERT_EQ(failures.load(), 1) << "the fault must stop the log once";
     EXPECT_NE(error.find(fault == DiskFault::kFsyncError ? "Input/output error" : "No space left"), std::string::npos)

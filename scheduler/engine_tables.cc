@@ -49,14 +49,32 @@ absl::Status Engine::ValidateTableOp(const pb::Txn& txn, bool from_peer) const {
 }
 
 absl::Status Engine::WaitApplied(PartitionId p, uint64_t epoch, std::chrono::steady_clock::time_point deadline) {
+  if (p >= schedulers_.size() || schedulers_[p] == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat("partition ", p, " is not on this node"));
+  // A client names the epoch of a result it holds: at most the window
+  // ahead of what this node merged (peers' batches beyond it are refused
+  // too). Beyond it the wait could only run out (and hold the node's admin
+  // thread meanwhile).
+  const uint64_t window =
+      std::max<uint64_t>(16, (options_.peer_window_us + options_.epoch_us - 1) / std::max<uint64_t>(1, options_.epoch_us));
+  if (epoch >= EpochBatcher::kMaxEpoch || epoch > merged_epoch() + window)
+    return absl::InvalidArgumentError(absl::StrCat("scan after epoch ", epoch, ": beyond this node's epochs (merged ",
+                                                   merged_epoch(), ", window ", window, ")"));
   Scheduler* s = schedulers_[p].get();
+  auto gone = [&]() -> absl::Status {
+    if (log_failed()) return absl::UnavailableError("the input log failed: this node answers nothing more");
+    if (!accepting_.load(std::memory_order_acquire)) return absl::UnavailableError("the node is not running");
+    return absl::OkStatus();
+  };
   for (;;) {
+    if (absl::Status g = gone(); !g.ok()) return g;
     // Hold at a boundary past `epoch` the partition has not merged into
     // yet; once it is there and idle, every txn below it has run.
     const uint64_t at = std::max(epoch + 1, s->merged_epoch() + 1);
     if (s->HoldAt(at)) {
       absl::Status st = absl::OkStatus();
       while (!(s->merged_epoch() >= at && s->Idle())) {
+        if (st = gone(); !st.ok()) break;
         if (std::chrono::steady_clock::now() >= deadline) {
           st = absl::DeadlineExceededError(absl::StrCat("partition ", p, " has not run every txn of epoch ", epoch,
                                                         " (merged below ", s->merged_epoch(), ")"));
