@@ -38,8 +38,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   if (e->local_.empty()) return absl::InvalidArgumentError("this node serves no partition");
   Transport* transport = options.peers != nullptr ? static_cast<Transport*>(options.peers) : e->transport_.get();
   // The window ahead of the merged epoch for peers' batches and early reads.
-  const uint64_t window_epochs =
-      std::max<uint64_t>(16, (options.peer_window_us + options.epoch_us - 1) / options.epoch_us);
+  const uint64_t window_epochs = PeerWindowEpochs(options);
   if (options.peers != nullptr)
     e->window_ = std::make_unique<PeerBatchWindow>(options.peers->num_nodes(), /*first_epoch=*/1, window_epochs);
   std::vector<bool> local(partitioner->num_partitions(), false);

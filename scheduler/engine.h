@@ -130,6 +130,15 @@ struct EngineOptions {
   CheckpointOptions checkpoint;
 };
 
+// The peer window in epochs: ceil(peer_window_us / epoch_us), at least 16
+// (see EngineOptions::peer_window_us). Peers' batches, early remote reads
+// and a scan's scan_after_epoch are accepted at most this far ahead.
+inline uint64_t PeerWindowEpochs(const EngineOptions& o) {
+  const uint64_t epoch_us = o.epoch_us == 0 ? 1 : o.epoch_us;
+  const uint64_t epochs = (o.peer_window_us + epoch_us - 1) / epoch_us;
+  return epochs < 16 ? 16 : epochs;
+}
+
 struct EngineStats {
   uint64_t submitted = 0, replied = 0, rejected = 0, epochs = 0;
   uint64_t bad_peer_batches = 0, bad_peer_results = 0;  // cluster mode: dropped peer input (results: not awaited)

@@ -55,8 +55,7 @@ absl::Status Engine::WaitApplied(PartitionId p, uint64_t epoch, std::chrono::ste
   // ahead of what this node merged (peers' batches beyond it are refused
   // too). Beyond it the wait could only run out (and hold the node's admin
   // thread meanwhile).
-  const uint64_t window =
-      std::max<uint64_t>(16, (options_.peer_window_us + options_.epoch_us - 1) / std::max<uint64_t>(1, options_.epoch_us));
+  const uint64_t window = PeerWindowEpochs(options_);
   if (epoch >= EpochBatcher::kMaxEpoch || epoch > merged_epoch() + window)
     return absl::InvalidArgumentError(absl::StrCat("scan after epoch ", epoch, ": beyond this node's epochs (merged ",
                                                    merged_epoch(), ", window ", window, ")"));
