@@ -35,6 +35,14 @@
 // Old bucket arrays are retired, not freed (a reader may still be in one),
 // until reclamation (below) frees them.
 //
+// Ordered tables (TableOptions::ordered). Instead of the hash index, the
+// records are indexed by a B+tree (storage/ordered_index.h): Get, Insert and
+// Erase keep their contracts, and Scan visits a key range in order. Suited to
+// tables whose keys are inserted roughly in order and read by range (TPC-C's
+// ORDER_LINE, NEW_ORDER, ORDER, HISTORY): an insert lands in the leaf the
+// previous one warmed, where a hash index touches a random bucket. Tree nodes
+// unlinked by erases are reclaimed like erased records.
+//
 // Reclamation. Erased records and retired bucket arrays are freed either at
 // a quiescent point (ReclaimErased: nobody uses the table), or while txns
 // run by epochs (storage/epoch.h): SealRetired labels what was retired so
@@ -62,7 +70,10 @@
 //  - A record's value bytes are plain memory. They belong to the thread that
 //    holds the key's lock; the table never touches them after Insert.
 //  - ForEachInKeyOrder, ReclaimErased and the destructor must not run
-//    concurrently with writers (Insert, Erase).
+//    concurrently with writers (Insert, Erase); nor may size() of an
+//    ordered table.
+//  - Scan (ordered tables) is lock-free like Get; see OrderedIndex for what
+//    it sees of concurrent writes to its range.
 //  - Concurrent Insert of the SAME key is still correct (one record wins and
 //    both callers get it), but a concurrent Insert and Erase of one key, or
 //    any use of a key's value bytes by two threads, is the caller's race.
@@ -85,6 +96,7 @@
 #include "common/hash.h"
 #include "common/types.h"
 #include "storage/elided_latch.h"
+#include "storage/ordered_index.h"
 
 namespace detdb {
 
@@ -100,6 +112,10 @@ struct TableOptions {
   // Whether the hash index doubles online when records pass kGrowLoad per
   // bucket. false keeps the first bucket count (long chains; for tests).
   bool grow_index = true;
+  // Index the records by a B+tree instead of the hash index: Scan works, and
+  // keys inserted in order stay together (see the file comment).
+  // expected_records then only sizes the first slab of records.
+  bool ordered = false;
 };
 
 // One record: this header, then value_size bytes of value.
@@ -205,11 +221,13 @@ class Table {
   // Hints that k will be looked up soon: prefetches its bucket head, so a
   // txn can overlap the cache misses of all its keys. Never blocks.
   void Prefetch(Key k) const {
+    if (tree_ != nullptr) return;
     const Index* ix = current_.load(std::memory_order_acquire);
     __builtin_prefetch(&ix->buckets[Mix64(k) & ix->mask], 0);
   }
   // Prefetches the first record of k's bucket (call after Prefetch).
   void PrefetchRecord(Key k) const {
+    if (tree_ != nullptr) return;
     const Index* ix = current_.load(std::memory_order_acquire);
     const Record* r = ix->buckets[Mix64(k) & ix->mask].head.load(std::memory_order_relaxed);
     if (r != nullptr) __builtin_prefetch(r, 0);
@@ -217,6 +235,7 @@ class Table {
 
   // The record of k, or nullptr if absent. Lock-free.
   Record* Get(Key k) const {
+    if (tree_ != nullptr) return tree_->Find(k);
     const uint64_t h = Mix64(k);
     if (Record* r = Find(BucketFor(h), k, h)) return r;
     return GetAbsent(k, h);
@@ -259,6 +278,7 @@ class Table {
     uint64_t sealed_records = 0;   // sealed, waiting for their epoch
     uint64_t sealed_batches = 0;
     uint64_t retired_index_bytes = 0;  // bucket arrays of finished growths, not freed
+    uint64_t retired_nodes = 0;        // ordered tables: B+tree nodes unlinked, not freed
     uint64_t free_records = 0;         // reusable blocks in the slabs
     uint64_t reclaimed_records = 0;    // freed so far (FreeSealed, ReclaimErased)
   };
@@ -269,14 +289,32 @@ class Table {
     return !sealed_.empty();
   }
 
-  // Records in the table. Exact when no writer runs.
+  // Records in the table. Exact when no writer runs. REQUIRES for an
+  // ordered table: no writer runs (it counts the tree's entries).
   uint64_t size() const;
+
+  // Whether the records are in a B+tree (TableOptions::ordered).
+  bool ordered() const { return tree_ != nullptr; }
+
+  // Calls visit(Key, const Record*) for the records of keys in [lo, hi] in
+  // increasing key order (decreasing if reverse) until it returns false.
+  // Lock-free, like Get; a record that is neither inserted nor erased while
+  // the scan runs is visited iff its key is in the range (OrderedIndex::Scan).
+  // REQUIRES: ordered().
+  template <typename F>
+  void Scan(Key lo, Key hi, bool reverse, F&& visit) const {
+    tree_->Scan(lo, hi, reverse, [&visit](Key k, Record* r) { return visit(k, static_cast<const Record*>(r)); });
+  }
 
   // Calls f(const Record&) for every record in increasing key order
   // (collects, sorts, visits). Used for digests and dumps.
   // REQUIRES: no concurrent Insert or Erase.
   template <typename F>
   void ForEachInKeyOrder(F f) const {
+    if (tree_ != nullptr) {
+      tree_->ForEach([&f](Key, const Record* r) { f(*r); });
+      return;
+    }
     std::vector<const Record*> records;
     records.reserve(size());
     ForEachRecord([&records](const Record* r) { records.push_back(r); });
@@ -287,9 +325,14 @@ class Table {
   // The same without allocating: sorts the record pointers in the caller's
   // scratch[0, capacity) (a forked checkpoint child must not call malloc).
   // Returns false, having visited nothing, if the table holds more than
-  // capacity records. Same REQUIRES.
+  // capacity records (never for an ordered table, which needs no scratch).
+  // Same REQUIRES.
   template <typename F>
   bool ForEachInKeyOrder(const Record** scratch, size_t capacity, F f) const {
+    if (tree_ != nullptr) {  // in order already, and allocates nothing
+      tree_->ForEach([&f](Key, const Record* r) { f(*r); });
+      return true;
+    }
     size_t n = 0;
     ForEachRecord([&](const Record* r) {
       if (n < capacity) scratch[n] = r;
@@ -320,9 +363,14 @@ class Table {
   void SetMoveHookForTesting(std::function<void(Key)> hook) { move_hook_ = std::move(hook); }
 
  private:
-  // Calls g(const Record*) for every record, in bucket order.
+  // Calls g(const Record*) for every record, in bucket order (key order for
+  // an ordered table).
   template <typename G>
   void ForEachRecord(G g) const {
+    if (tree_ != nullptr) {
+      tree_->ForEach([&g](Key, const Record* r) { g(r); });
+      return;
+    }
     auto collect = [&g](const Bucket& b) {
       for (const Record* r = b.head.load(std::memory_order_acquire); r != nullptr;
            r = r->next.load(std::memory_order_acquire)) {
@@ -386,6 +434,7 @@ class Table {
     std::vector<void*> records;
     std::vector<std::unique_ptr<Index>> indexes;
     std::vector<std::unique_ptr<Migration>> migrations;
+    std::vector<void*> nodes;  // OrderedIndex nodes
   };
 
   // Where hash h lives: its bucket in the current index or, during a
@@ -409,6 +458,8 @@ class Table {
     }
     return nullptr;
   }
+  // Insert into an ordered table.
+  Record* InsertOrdered(Key k);
   // Get's second look when the first did not find k: validated against the
   // stripe's migrations (see the file comment).
   Record* GetAbsent(Key k, uint64_t h) const;
@@ -435,6 +486,9 @@ class Table {
   std::unique_ptr<Stripe[]> stripes_;
   RecordArena arena_;
   std::atomic<Index*> current_;
+  // The B+tree of an ordered table (then the hash index stays empty), else
+  // nullptr.
+  std::unique_ptr<OrderedIndex> tree_;
   std::atomic<Migration*> migration_{nullptr};
   // True from the start of a growth until its migration ends.
   std::atomic<bool> growing_{false};

@@ -1,0 +1,651 @@
+#include "storage/ordered_index.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DETDB_ORDERED_INDEX_X86 1
+#endif
+
+namespace detdb {
+
+// A descent's record: the nodes from the root to a leaf, the versions they
+// had when the descent passed them, the child slot taken at every inner
+// node, and the key range (fences) of the leaf.
+struct OrderedIndex::Path {
+  int depth = 0;  // node[depth - 1] is the leaf
+  Node* node[kMaxHeight];
+  uint64_t version[kMaxHeight];
+  uint32_t slot[kMaxHeight];
+  bool has_lower = false, has_upper = false;
+  Key lower = 0, upper = 0;  // the leaf's keys are in [lower, upper)
+};
+
+namespace {
+
+inline void CpuRelax() {
+#ifdef DETDB_ORDERED_INDEX_X86
+  _mm_pause();
+#endif
+}
+
+// Between two attempts of an operation: pause at first, then give the CPU
+// away (a latch holder may be waiting for it).
+inline void Backoff(int attempt) {
+  if (attempt < 4) {
+    CpuRelax();
+  } else {
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- versions
+
+namespace {
+
+// Spins briefly while a writer is in n; false if it stays there (the caller
+// starts again). *v: the stable version, read with acquire.
+template <typename N>
+inline bool StableVersion(const N* n, uint64_t* v) {
+  for (int i = 0; i < 128; ++i) {
+    const uint64_t x = n->version.load(std::memory_order_acquire);
+    if ((x & 1) == 0) {
+      *v = x;
+      return true;
+    }
+    CpuRelax();
+  }
+  return false;
+}
+
+// Whether n still has version v: every field read (acquire) since v was
+// read belongs to that version. A writer makes the version odd before its
+// first store and its stores are releases, so a reader that read any of
+// them sees the odd (or a later) version here.
+template <typename N>
+inline bool Unchanged(const N* n, uint64_t v) {
+  return n->version.load(std::memory_order_acquire) == v;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- nodes
+
+OrderedIndex::OrderedIndex(const Options& options)
+    : leaf_capacity_(options.leaf_capacity), inner_capacity_(options.inner_capacity) {
+  CHECK(leaf_capacity_ >= 2 && leaf_capacity_ <= kMaxLeafCapacity) << "leaf capacity " << leaf_capacity_;
+  CHECK(inner_capacity_ >= 3 && inner_capacity_ <= kMaxInnerCapacity) << "inner capacity " << inner_capacity_;
+  root_.store(NewLeaf(), std::memory_order_release);
+}
+
+OrderedIndex::~OrderedIndex() {
+  // Post-order, without recursion limits worth worrying about (height is
+  // bounded by kMaxHeight).
+  struct Freer {
+    static void Free(Node* n) {
+      if (!n->leaf) {
+        Inner* in = static_cast<Inner*>(n);
+        const uint32_t c = in->count.load(std::memory_order_relaxed);
+        for (uint32_t i = 0; i <= c; ++i) Free(in->children[i].load(std::memory_order_relaxed));
+      }
+      FreeNode(n);
+    }
+  };
+  Freer::Free(root_.load(std::memory_order_acquire));
+  FreeRetiredNow();
+}
+
+OrderedIndex::Leaf* OrderedIndex::NewLeaf() {
+  leaves_.fetch_add(1, std::memory_order_relaxed);
+  return new Leaf();
+}
+
+OrderedIndex::Inner* OrderedIndex::NewInner() {
+  inners_.fetch_add(1, std::memory_order_relaxed);
+  Inner* in = new Inner();
+  for (auto& c : in->children) c.store(nullptr, std::memory_order_relaxed);
+  return in;
+}
+
+void OrderedIndex::FreeNode(Node* n) {
+  if (n->leaf) {
+    delete static_cast<Leaf*>(n);
+  } else {
+    delete static_cast<Inner*>(n);
+  }
+}
+
+void OrderedIndex::Retire(Node* n) {
+  (n->leaf ? leaves_ : inners_).fetch_sub(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> l(retired_mu_);
+  retired_.push_back(n);
+}
+
+std::vector<void*> OrderedIndex::TakeRetired() {
+  std::vector<Node*> taken;
+  {
+    std::lock_guard<std::mutex> l(retired_mu_);
+    taken.swap(retired_);
+  }
+  return std::vector<void*>(taken.begin(), taken.end());
+}
+
+void OrderedIndex::FreeNodes(const std::vector<void*>& nodes) {
+  for (void* n : nodes) FreeNode(static_cast<Node*>(n));
+}
+
+size_t OrderedIndex::NodeBytes(const std::vector<void*>& nodes) {
+  size_t bytes = 0;
+  for (void* n : nodes) bytes += static_cast<Node*>(n)->leaf ? sizeof(Leaf) : sizeof(Inner);
+  return bytes;
+}
+
+size_t OrderedIndex::FreeRetiredNow() {
+  const std::vector<void*> nodes = TakeRetired();
+  FreeNodes(nodes);
+  return nodes.size();
+}
+
+size_t OrderedIndex::retired_nodes() const {
+  std::lock_guard<std::mutex> l(retired_mu_);
+  return retired_.size();
+}
+
+size_t OrderedIndex::memory_bytes() const {
+  return sizeof(*this) + leaves_.load(std::memory_order_relaxed) * sizeof(Leaf) +
+         inners_.load(std::memory_order_relaxed) * sizeof(Inner);
+}
+
+uint64_t OrderedIndex::CountIn(const Node* n) {
+  const uint32_t c = n->count.load(std::memory_order_acquire);
+  if (n->leaf) return c;
+  const Inner* in = static_cast<const Inner*>(n);
+  uint64_t total = 0;
+  for (uint32_t i = 0; i <= c; ++i) total += CountIn(in->children[i].load(std::memory_order_acquire));
+  return total;
+}
+
+uint64_t OrderedIndex::size() const { return CountIn(root_.load(std::memory_order_acquire)); }
+
+int OrderedIndex::height() const {
+  int h = 1;
+  for (const Node* n = root_.load(std::memory_order_acquire); !n->leaf;
+       n = static_cast<const Inner*>(n)->children[0].load(std::memory_order_acquire))
+    ++h;
+  return h;
+}
+
+struct OrderedIndex::Fences {
+  bool has_lower = false, has_upper = false;
+  Key lower = 0, upper = 0;
+  bool Holds(Key k) const { return (!has_lower || k >= lower) && (!has_upper || k < upper); }
+};
+
+absl::Status OrderedIndex::CheckNode(const Node* n, const Fences& f, int depth, int* leaf_depth, uint64_t* leaves,
+                                     uint64_t* inners) const {
+  const uint32_t c = n->count.load(std::memory_order_acquire);
+  if (n->version.load(std::memory_order_acquire) & 1)
+    return absl::InternalError(absl::StrCat("node at depth ", depth, " has an odd version"));
+  if (n->leaf) {
+    ++*leaves;
+    if (*leaf_depth < 0) *leaf_depth = depth;
+    if (*leaf_depth != depth)
+      return absl::InternalError(absl::StrCat("leaves at depths ", *leaf_depth, " and ", depth));
+    if (c > static_cast<uint32_t>(leaf_capacity_)) return absl::InternalError(absl::StrCat("leaf of ", c, " entries"));
+    const Leaf* l = static_cast<const Leaf*>(n);
+    for (uint32_t i = 0; i < c; ++i) {
+      const Key k = l->keys[i].load(std::memory_order_relaxed);
+      if (!f.Holds(k)) return absl::InternalError(absl::StrCat("leaf key ", k, " outside its fences"));
+      if (i > 0 && k <= l->keys[i - 1].load(std::memory_order_relaxed))
+        return absl::InternalError(absl::StrCat("leaf keys out of order at ", k));
+      if (l->values[i].load(std::memory_order_relaxed) == nullptr)
+        return absl::InternalError(absl::StrCat("leaf key ", k, " without a value"));
+    }
+    return absl::OkStatus();
+  }
+  ++*inners;
+  if (depth + 1 >= kMaxHeight) return absl::InternalError("too deep");
+  if (c + 1 > static_cast<uint32_t>(inner_capacity_))
+    return absl::InternalError(absl::StrCat("inner node of ", c + 1, " children"));
+  const Inner* in = static_cast<const Inner*>(n);
+  for (uint32_t i = 0; i < static_cast<uint32_t>(inner_capacity_); ++i) {
+    const Node* child = in->children[i].load(std::memory_order_relaxed);
+    if ((child != nullptr) != (i <= c))
+      return absl::InternalError(absl::StrCat("inner node of ", c + 1, " children has slot ", i,
+                                              child == nullptr ? " empty" : " set"));
+  }
+  for (uint32_t i = 0; i < c; ++i) {
+    const Key k = in->keys[i].load(std::memory_order_relaxed);
+    if (!f.Holds(k)) return absl::InternalError(absl::StrCat("separator ", k, " outside its fences"));
+    if (i > 0 && k <= in->keys[i - 1].load(std::memory_order_relaxed))
+      return absl::InternalError(absl::StrCat("separators out of order at ", k));
+  }
+  for (uint32_t i = 0; i <= c; ++i) {
+    Fences cf = f;
+    if (i > 0) {
+      cf.has_lower = true;
+      cf.lower = in->keys[i - 1].load(std::memory_order_relaxed);
+    }
+    if (i < c) {
+      cf.has_upper = true;
+      cf.upper = in->keys[i].load(std::memory_order_relaxed);
+    }
+    absl::Status s = CheckNode(in->children[i].load(std::memory_order_relaxed), cf, depth + 1, leaf_depth, leaves,
+                               inners);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OrderedIndex::CheckStructure() const {
+  int leaf_depth = -1;
+  uint64_t leaves = 0, inners = 0;
+  absl::Status s = CheckNode(root_.load(std::memory_order_acquire), Fences(), 0, &leaf_depth, &leaves, &inners);
+  if (!s.ok()) return s;
+  if (leaves != this->leaves() || inners != inner_nodes())
+    return absl::InternalError(absl::StrCat(leaves, " leaves and ", inners, " inner nodes in the tree, counted ",
+                                            this->leaves(), " and ", inner_nodes()));
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- in-node helpers
+
+namespace {
+
+// The first slot of leaf entries [0, c) whose key is >= k.
+template <typename L>
+inline uint32_t LowerBound(const L* leaf, uint32_t c, Key k) {
+  uint32_t lo = 0, hi = c;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (leaf->keys[mid].load(std::memory_order_acquire) < k) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// The child of an inner node with c keys that holds k: the number of keys
+// <= k.
+template <typename I>
+inline uint32_t ChildFor(const I* in, uint32_t c, Key k) {
+  uint32_t lo = 0, hi = c;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (in->keys[mid].load(std::memory_order_acquire) <= k) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// Writers' stores: the node is latched and its version odd; the stores are
+// releases so that a reader who reads one also sees the odd version.
+template <typename T, typename V>
+inline void Put(std::atomic<T>& slot, V v) {
+  slot.store(v, std::memory_order_release);
+}
+template <typename T>
+inline T Get(const std::atomic<T>& slot) {
+  return slot.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- descent and latching
+
+bool OrderedIndex::Descend(Key k, Path* p) const {
+  Node* n = root_.load(std::memory_order_acquire);
+  uint64_t v;
+  // The root's version, then the root pointer again: a root that split
+  // after we loaded the pointer has a new version by now (the split latched
+  // it before it published the new root).
+  if (!StableVersion(n, &v) || root_.load(std::memory_order_acquire) != n) return false;
+  p->has_lower = p->has_upper = false;
+  for (int d = 0;; ++d) {
+    p->node[d] = n;
+    p->version[d] = v;
+    if (n->leaf) {
+      p->depth = d + 1;
+      return true;
+    }
+    if (d + 1 == kMaxHeight) return false;  // a torn read; the tree is never this high
+    const Inner* in = static_cast<const Inner*>(n);
+    const uint32_t c = std::min<uint32_t>(in->count.load(std::memory_order_acquire),
+                                          static_cast<uint32_t>(inner_capacity_ - 1));
+    const uint32_t i = ChildFor(in, c, k);
+    Node* child = in->children[i].load(std::memory_order_acquire);
+    const Key lower = i > 0 ? in->keys[i - 1].load(std::memory_order_acquire) : 0;
+    const Key upper = i < c ? in->keys[i].load(std::memory_order_acquire) : 0;
+    uint64_t cv;
+    // The child's version before the parent's check: if the child split or
+    // was unlinked after we read its pointer, the parent changed too.
+    if (child == nullptr || !StableVersion(child, &cv) || !Unchanged(n, v)) return false;
+    p->slot[d] = i;
+    if (i > 0) {
+      p->has_lower = true;
+      p->lower = lower;
+    }
+    if (i < c) {
+      p->has_upper = true;
+      p->upper = upper;
+    }
+    n = child;
+    v = cv;
+  }
+}
+
+bool OrderedIndex::LatchPath(Path* p, int from) const {
+  // Latch top-down, checking each version: a latched node whose version is
+  // the one the descent saw has the children the descent saw, so each next
+  // node is a current child of a latched one. Versions turn odd only once
+  // all are latched, so a failed attempt leaves no trace.
+  for (int d = from; d < p->depth; ++d) {
+    Node* n = p->node[d];
+    n->latch.Lock();
+    if (n->version.load(std::memory_order_relaxed) != p->version[d]) {
+      for (int e = d; e >= from; --e) p->node[e]->latch.Unlock();
+      return false;
+    }
+  }
+  for (int d = from; d < p->depth; ++d) p->node[d]->version.store(p->version[d] + 1, std::memory_order_relaxed);
+  return true;
+}
+
+void OrderedIndex::UnlatchPath(Path* p, int from) const {
+  for (int d = p->depth - 1; d >= from; --d) {
+    p->node[d]->version.store(p->version[d] + 2, std::memory_order_release);
+    p->node[d]->latch.Unlock();
+  }
+}
+
+// ---------------------------------------------------------------- reads
+
+Record* OrderedIndex::Find(Key k) const {
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) Backoff(attempt);
+    Path p;
+    if (!Descend(k, &p)) continue;
+    const Leaf* leaf = static_cast<const Leaf*>(p.node[p.depth - 1]);
+    const uint32_t c =
+        std::min<uint32_t>(leaf->count.load(std::memory_order_acquire), static_cast<uint32_t>(leaf_capacity_));
+    const uint32_t pos = LowerBound(leaf, c, k);
+    Record* r = nullptr;
+    if (pos < c && leaf->keys[pos].load(std::memory_order_acquire) == k)
+      r = leaf->values[pos].load(std::memory_order_acquire);
+    if (Unchanged(leaf, p.version[p.depth - 1])) return r;
+  }
+}
+
+void OrderedIndex::ReadLeafRange(Key lo, Key hi, Key cursor, bool reverse, Entry* out, int* n, bool* more,
+                                 Key* next) const {
+  // The window of this step: [lo, cursor] in reverse, [cursor, hi] forward.
+  const Key from = reverse ? lo : cursor, to = reverse ? cursor : hi;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) Backoff(attempt);
+    Path p;
+    if (!Descend(cursor, &p)) continue;
+    const Leaf* leaf = static_cast<const Leaf*>(p.node[p.depth - 1]);
+    const int c = static_cast<int>(
+        std::min<uint32_t>(leaf->count.load(std::memory_order_acquire), static_cast<uint32_t>(leaf_capacity_)));
+    int m = 0;
+    for (int j = 0; j < c; ++j) {
+      const int i = reverse ? c - 1 - j : j;
+      const Key k = leaf->keys[i].load(std::memory_order_acquire);
+      if (k < from || k > to) continue;
+      out[m++] = Entry{k, leaf->values[i].load(std::memory_order_acquire)};
+    }
+    if (!Unchanged(leaf, p.version[p.depth - 1])) continue;
+    *n = m;
+    // The leaf held every key of [lower, upper) when we read it; the scan
+    // goes on from the far fence if the range extends past it.
+    if (reverse) {
+      *more = p.has_lower && p.lower > lo;
+      *next = p.lower - 1;
+    } else {
+      *more = p.has_upper && p.upper <= hi;
+      *next = p.upper;
+    }
+    return;
+  }
+}
+
+// ---------------------------------------------------------------- writes
+
+namespace {
+
+// How many of the n items (entries, or children) of a node that overflows
+// the left node keeps, the new item being number pos: ascending inserts
+// keep the left node full. An item after the last (appending) starts the
+// right node alone; one in the upper half ends the left node (a range
+// appended to in the middle of the node: the keys after it belong to
+// another range, which goes right, and the left node fills up with the
+// range's next inserts); otherwise half.
+inline uint32_t SplitPoint(uint32_t n, uint32_t pos) {
+  if (pos == n - 1) return n - 1;
+  if (2 * pos >= n - 1) return pos + 1;
+  return n / 2;
+}
+
+// Inserts (k, v) at pos into a latched leaf of c < capacity entries.
+template <typename L>
+void InsertEntry(L* leaf, uint32_t c, uint32_t pos, Key k, Record* v) {
+  for (uint32_t i = c; i > pos; --i) {
+    Put(leaf->keys[i], Get(leaf->keys[i - 1]));
+    Put(leaf->values[i], Get(leaf->values[i - 1]));
+  }
+  Put(leaf->keys[pos], k);
+  Put(leaf->values[pos], v);
+  Put(leaf->count, c + 1);
+}
+
+// Removes entry pos of a latched leaf of c entries.
+template <typename L>
+void RemoveEntry(L* leaf, uint32_t c, uint32_t pos) {
+  for (uint32_t i = pos; i + 1 < c; ++i) {
+    Put(leaf->keys[i], Get(leaf->keys[i + 1]));
+    Put(leaf->values[i], Get(leaf->values[i + 1]));
+  }
+  Put(leaf->count, c - 1);
+}
+
+// Inserts child r after child slot of a latched inner node of n keys (n + 1
+// < capacity children), with separator s between them.
+template <typename I, typename N>
+void InsertChild(I* in, uint32_t n, uint32_t slot, Key s, N* r) {
+  for (uint32_t i = n; i > slot; --i) Put(in->keys[i], Get(in->keys[i - 1]));
+  for (uint32_t i = n + 1; i > slot + 1; --i) Put(in->children[i], Get(in->children[i - 1]));
+  Put(in->keys[slot], s);
+  Put(in->children[slot + 1], r);
+  Put(in->count, n + 1);
+}
+
+// Removes child slot of a latched inner node of n >= 1 keys, with one
+// separator next to it: the lower one (the left neighbour's range grows
+// over the removed child's) or, for child 0, the upper one.
+template <typename I>
+void RemoveChild(I* in, uint32_t n, uint32_t slot) {
+  for (uint32_t i = slot > 0 ? slot - 1 : 0; i + 1 < n; ++i) Put(in->keys[i], Get(in->keys[i + 1]));
+  for (uint32_t i = slot; i < n; ++i) Put(in->children[i], Get(in->children[i + 1]));
+  Put(in->children[n], nullptr);  // slots past the count hold no pointer
+  Put(in->count, n - 1);
+}
+
+}  // namespace
+
+Record* OrderedIndex::Insert(Key k, Record* value) {
+  DCHECK(value != nullptr);
+  // Spare nodes for splits, allocated outside latched sections (a heap call
+  // would abort an elided one) and kept across attempts.
+  Leaf* spare_leaf = nullptr;
+  Inner* spare_inner[kMaxHeight + 1];
+  int spare_inners = 0;
+  Record* result = nullptr;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) Backoff(attempt);
+    Path p;
+    if (!Descend(k, &p)) continue;
+    const int li = p.depth - 1;
+    Leaf* leaf = static_cast<Leaf*>(p.node[li]);
+    const uint32_t c =
+        std::min<uint32_t>(leaf->count.load(std::memory_order_acquire), static_cast<uint32_t>(leaf_capacity_));
+    const uint32_t pos = LowerBound(leaf, c, k);
+    if (pos < c && leaf->keys[pos].load(std::memory_order_acquire) == k) {
+      Record* present = leaf->values[pos].load(std::memory_order_acquire);
+      if (!Unchanged(leaf, p.version[li])) continue;
+      result = present;
+      break;
+    }
+    if (c < static_cast<uint32_t>(leaf_capacity_)) {
+      // The common case: room in the leaf. Latched at the version read, so
+      // c and pos are exact.
+      if (!LatchPath(&p, li)) continue;
+      InsertEntry(leaf, c, pos, k, value);
+      UnlatchPath(&p, li);
+      break;
+    }
+    // The leaf is full: it splits, and so does every full ancestor above it
+    // up to `top`; the parent of top (or a new root) takes one more child.
+    // The counts read here are checked by LatchPath's version check.
+    int top = li;
+    while (top > 0 && static_cast<Inner*>(p.node[top - 1])->count.load(std::memory_order_acquire) + 2 >
+                          static_cast<uint32_t>(inner_capacity_))
+      --top;
+    const int from = top == 0 ? 0 : top - 1;
+    const int inners_needed = (li - top) + (top == 0 ? 1 : 0);
+    if (spare_leaf == nullptr) spare_leaf = NewLeaf();
+    while (spare_inners < inners_needed) spare_inner[spare_inners++] = NewInner();
+    if (!LatchPath(&p, from)) continue;
+    SplitAndInsert(&p, from, k, value, &spare_leaf, spare_inner, &spare_inners);
+    UnlatchPath(&p, from);
+    break;
+  }
+  // Unused spares were never published.
+  if (spare_leaf != nullptr) {
+    leaves_.fetch_sub(1, std::memory_order_relaxed);
+    FreeNode(spare_leaf);
+  }
+  for (int i = 0; i < spare_inners; ++i) {
+    inners_.fetch_sub(1, std::memory_order_relaxed);
+    FreeNode(spare_inner[i]);
+  }
+  return result;
+}
+
+void OrderedIndex::SplitAndInsert(Path* p, int from, Key k, Record* value, Leaf** spare_leaf, Inner** spare_inner,
+                                  int* spare_inners) {
+  const int li = p->depth - 1;
+  Leaf* leaf = static_cast<Leaf*>(p->node[li]);
+  const uint32_t c = Get(leaf->count);
+  const uint32_t pos = LowerBound(leaf, c, k);
+  Leaf* right = *spare_leaf;
+  *spare_leaf = nullptr;
+  // The c + 1 entries with the new one, split in two: the left leaf keeps m.
+  Entry all[kMaxLeafCapacity + 1];
+  for (uint32_t i = 0, j = 0; i <= c; ++i)
+    all[i] = i == pos ? Entry{k, value} : Entry{Get(leaf->keys[j]), Get(leaf->values[j++])};
+  const uint32_t m = SplitPoint(c + 1, pos);
+  for (uint32_t i = 0; i < m; ++i) {
+    Put(leaf->keys[i], all[i].key);
+    Put(leaf->values[i], all[i].value);
+  }
+  Put(leaf->count, m);
+  for (uint32_t i = m; i <= c; ++i) {
+    Put(right->keys[i - m], all[i].key);
+    Put(right->values[i - m], all[i].value);
+  }
+  Put(right->count, c + 1 - m);
+  Key sep = all[m].key;
+
+  // Hand (sep, right) up: into the first ancestor with room, splitting the
+  // full ones on the way (all latched).
+  Node* new_child = right;
+  for (int d = li - 1; d >= from; --d) {
+    Inner* in = static_cast<Inner*>(p->node[d]);
+    const uint32_t n = Get(in->count);
+    const uint32_t slot = p->slot[d];
+    if (n + 2 <= static_cast<uint32_t>(inner_capacity_)) {
+      InsertChild(in, n, slot, sep, new_child);
+      return;
+    }
+    // Full: the n + 1 children plus the new one, split in two.
+    Inner* r = spare_inner[--*spare_inners];
+    Key keys[kMaxInnerCapacity];
+    Node* children[kMaxInnerCapacity + 1];
+    for (uint32_t i = 0, j = 0; i < n; ++i) {
+      if (i == slot) keys[j++] = sep;
+      keys[j++] = Get(in->keys[i]);
+    }
+    if (slot == n) keys[n] = sep;
+    for (uint32_t i = 0, j = 0; i <= n; ++i) {
+      children[j++] = Get(in->children[i]);
+      if (i == slot) children[j++] = new_child;
+    }
+    // n + 1 keys, n + 2 children; the left node keeps m children.
+    const uint32_t total_children = n + 2;
+    const uint32_t m = SplitPoint(total_children, slot + 1);
+    for (uint32_t i = 0; i < m; ++i) Put(in->children[i], children[i]);
+    for (uint32_t i = m; i < total_children - 1; ++i) Put(in->children[i], nullptr);
+    for (uint32_t i = 0; i + 1 < m; ++i) Put(in->keys[i], keys[i]);
+    Put(in->count, m - 1);
+    for (uint32_t i = m; i < total_children; ++i) Put(r->children[i - m], children[i]);
+    for (uint32_t i = m; i + 1 < total_children; ++i) Put(r->keys[i - m], keys[i]);
+    Put(r->count, total_children - m - 1);
+    sep = keys[m - 1];
+    new_child = r;
+  }
+  // Every node up to the root split: a new root above the old one, which
+  // is latched (a descent that loaded the old root pointer fails its check).
+  CHECK_LT(p->depth, kMaxHeight) << "ordered index too high";
+  Inner* root = spare_inner[--*spare_inners];
+  Put(root->children[0], p->node[0]);
+  Put(root->children[1], new_child);
+  Put(root->keys[0], sep);
+  Put(root->count, 1u);
+  root_.store(root, std::memory_order_release);
+}
+
+Record* OrderedIndex::Erase(Key k) {
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) Backoff(attempt);
+    Path p;
+    if (!Descend(k, &p)) continue;
+    const int li = p.depth - 1;
+    Leaf* leaf = static_cast<Leaf*>(p.node[li]);
+    const uint32_t c =
+        std::min<uint32_t>(leaf->count.load(std::memory_order_acquire), static_cast<uint32_t>(leaf_capacity_));
+    const uint32_t pos = LowerBound(leaf, c, k);
+    if (pos >= c || leaf->keys[pos].load(std::memory_order_acquire) != k) {
+      if (Unchanged(leaf, p.version[li])) return nullptr;
+      continue;
+    }
+    // The highest node that changes: the leaf, unless it empties; then the
+    // nearest ancestor that keeps a child (its child on the path and every
+    // node below are unlinked). If none does, the empty leaf stays.
+    int top = li;
+    if (c == 1) {
+      int a = li - 1;
+      while (a >= 0 && static_cast<Inner*>(p.node[a])->count.load(std::memory_order_acquire) == 0) --a;
+      if (a >= 0) top = a;
+    }
+    if (!LatchPath(&p, top)) continue;
+    Record* r = Get(leaf->values[pos]);
+    RemoveEntry(leaf, c, pos);
+    if (top < li) RemoveChild(static_cast<Inner*>(p.node[top]), Get(p.node[top]->count), p.slot[top]);
+    UnlatchPath(&p, top);
+    for (int d = top + 1; d <= li; ++d) Retire(p.node[d]);
+    return r;
+  }
+}
+
+}  // namespace detdb
