@@ -61,8 +61,9 @@ void ByteArena::Reset() {
 // The TxnContext a procedure runs against at this partition.
 class TxnExecutor::ExecContext final : public TxnContext {
  public:
-  ExecContext(PartitionTxn* st, PartitionStore* store, KeyCover cover, const Partitioner* partitioner, PartitionId self)
-      : st_(st), store_(store), cover_(cover), partitioner_(partitioner), self_(self) {}
+  ExecContext(PartitionTxn* st, PartitionStore* store, KeyCover cover, RangeCover range_cover,
+              const Partitioner* partitioner, PartitionId self)
+      : st_(st), store_(store), cover_(cover), range_cover_(range_cover), partitioner_(partitioner), self_(self) {}
   const pb::Txn& txn() const override { return *st_->txn; }
 
   absl::StatusOr<std::string_view> Read(Key key) override {
@@ -119,6 +120,26 @@ class TxnExecutor::ExecContext final : public TxnContext {
     return std::string_view(r->value(), store_->GetTable(KeyTable(key))->value_size());
   }
 
+  absl::Status Scan(Key lo, Key hi, bool reverse,
+                    absl::FunctionRef<bool(Key key, std::string_view value)> visit) override {
+    const Table* table = store_->GetTable(KeyTable(lo));
+    Key cover;
+    absl::Status s = CheckScanRange(range_cover_, table, lo, hi, &cover);
+    if (!s.ok()) return s;
+    if (!DeclaredWrite(cover) && FindRead(cover) == nullptr)
+      return absl::InvalidArgumentError(
+          absl::StrCat("scan of [", lo, ", ", hi, "]: its cover ", cover, " is not in the txn's read or write set"));
+    // Covered keys live on their cover's partition; another executor of a
+    // multi-partition txn has no copy (see Read).
+    if (partitioner_->PartitionOf(lo) != self_)
+      return absl::FailedPreconditionError(absl::StrCat("scanned range [", lo, ", ", hi, "] is not on this partition"));
+    std::vector<OwnWrite> own;
+    for (const BufferedWrite& w : st_->writes)
+      if (w.key >= lo && w.key <= hi) own.push_back(OwnWrite{w.key, std::string_view(w.value, w.size), w.erase});
+    ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
+    return absl::OkStatus();
+  }
+
  private:
   using BufferedWrite = PartitionTxn::BufferedWrite;
 
@@ -168,6 +189,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   PartitionTxn* const st_;
   PartitionStore* const store_;
   const KeyCover cover_;
+  const RangeCover range_cover_;
   const Partitioner* const partitioner_;
   const PartitionId self_;
 };
@@ -258,7 +280,7 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply) const {
       std::sort(st->declared_writes.begin(), st->declared_writes.end());
       st->write_index.clear();
     }
-    ExecContext ctx(st, store_, procedures_->key_cover(), partitioner_, self_);
+    ExecContext ctx(st, store_, procedures_->key_cover(), procedures_->range_cover(), partitioner_, self_);
     s = proc(&ctx, &result);
   }
   if (s.ok()) {

@@ -687,6 +687,24 @@ class PartitionContext final : public TxnContext {
   const std::set<Key>& locks_read() const { return locks_read_; }
   const std::set<Key>& locks_written() const { return locks_written_; }
   absl::StatusOr<std::string_view> ReadReplicated(Key key) override { return Stored(self_, key); }
+  absl::Status Scan(Key lo, Key hi, bool reverse,
+                    absl::FunctionRef<bool(Key key, std::string_view value)> visit) override {
+    const Table* table = db_->store(db_->partitioner().PartitionOf(lo))->GetTable(KeyTable(lo));
+    Key cover;
+    absl::Status s = CheckScanRange(db_->registry().range_cover(), table, lo, hi, &cover);
+    if (!s.ok()) return s;
+    const auto& rs = txn_.read_set();
+    if (!Declared(cover) && std::find(rs.begin(), rs.end(), cover) == rs.end())
+      return absl::InvalidArgumentError("scan not covered by the read or write set");
+    locks_read_.insert(cover);
+    if (db_->partitioner().PartitionOf(lo) != self_)
+      return absl::FailedPreconditionError(absl::StrCat("scanned range ", lo, " is not on this partition"));
+    std::vector<OwnWrite> own;
+    for (auto it = writes_.lower_bound(lo); it != writes_.end() && it->first <= hi; ++it)
+      own.push_back(OwnWrite{it->first, it->second.has_value() ? std::string_view(*it->second) : "", !it->second});
+    ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
+    return absl::OkStatus();
+  }
 
   void ApplyLocal() {
     PartitionStore* store = db_->store(self_);
