@@ -53,7 +53,6 @@ class TinyDb {
         {kNewOrder, sizeof(NewOrderRow)},     {kOrder, sizeof(OrderRow)},
         {kOrderLine, sizeof(OrderLineRow)},   {kItem, sizeof(ItemRow)},
         {kStock, sizeof(StockRow)},           {kCustomerLastOrder, sizeof(OrderIdRow)},
-        {kNewOrderHead, sizeof(OrderIdRow)},  {kHistorySeq, sizeof(SeqRow)},
         {kWarehouseYtd, sizeof(WarehouseYtdRow)}, {kDistrictYtd, sizeof(DistrictYtdRow)},
         {kDistrictNext, sizeof(DistrictNextRow)},
     };
@@ -61,7 +60,7 @@ class TinyDb {
       stores_.push_back(std::make_unique<PartitionStore>());
       for (const auto& [id, size] : tables)
         CHECK(stores_.back()->CreateTable({.id = id, .name = absl::StrCat("t", id), .value_size = size,
-                                            .expected_records = 4096}).ok());
+                                            .expected_records = 4096, .ordered = IsOrdered(id)}).ok());
     }
     CHECK(RegisterProcedures(&registry_).ok());
     std::vector<PartitionStore*> raw;
@@ -123,10 +122,6 @@ class TinyDb {
       Put(DistrictKey(w, d), dist);
       Put(DistrictYtdKey(w, d), DistrictYtdRow{.ytd = 3000000});
       Put(DistrictNextKey(w, d), DistrictNextRow{.next_o_id = 1, .unused = 0});
-      auto head = Zeroed<OrderIdRow>();
-      head.o_id = 1;
-      Put(NewOrderHeadKey(w, d), head);
-      Put(HistorySeqKey(w, d), Zeroed<SeqRow>());
     }
   }
   void AddCustomer(uint32_t w, uint32_t d, uint32_t c, std::string_view credit, int32_t discount,
@@ -358,7 +353,6 @@ TEST_F(ProceduresTest, NewOrderUpdatesStockAndInsertsTheOrder) {
   EXPECT_EQ(std::string(l2.dist_info, TinyDb::DistInfo(1, 2, 4).size()), TinyDb::DistInfo(1, 2, 4));
   EXPECT_FALSE(db_.Has(OrderLineKey(1, 4, 1, 4)));
   EXPECT_EQ(db_.Get<OrderIdRow>(CustomerLastOrderKey(1, 4, 1)).o_id, 1);
-  EXPECT_EQ(db_.Get<OrderIdRow>(NewOrderHeadKey(1, 4)).o_id, 1);  // Delivery moves it, not New-Order
 
   // The next order of the district gets the next id.
   const auto r2 = Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 4, 3, {{5, 1, 1}})));
@@ -431,11 +425,12 @@ TEST_F(ProceduresTest, PaymentUpdatesBalancesAndInsertsHistory) {
   EXPECT_EQ(h.amount, 12345);
   EXPECT_EQ(h.date, static_cast<int64_t>(txn.id()));
   EXPECT_EQ(GetField(h.data), "WH1    DIST1-3");
-  EXPECT_EQ(db_.Get<SeqRow>(HistorySeqKey(1, 3)).next, 1u);
 
+  // The next HISTORY row of the district takes the next seq.
   Ok<tp::PaymentResult>(db_.Run(PaymentTxn(&db_, 1, 3, 1, 3, 3, 100)));
   EXPECT_EQ(db_.Get<HistoryRow>(HistoryKey(1, 3, 1)).c_id, 3);
-  EXPECT_EQ(db_.Get<SeqRow>(HistorySeqKey(1, 3)).next, 2u);
+  EXPECT_FALSE(db_.Has(HistoryKey(1, 3, 2)));
+  EXPECT_FALSE(db_.Has(HistoryKey(1, 4, 0)));
 }
 
 TEST_F(ProceduresTest, PaymentOfABadCreditCustomerPrependsToCData) {
@@ -515,9 +510,6 @@ TEST_F(ProceduresTest, DeliveryDeliversTheOldestOrderOfEachDistrict) {
   EXPECT_EQ(c.balance, -1000 + 600);
   EXPECT_EQ(c.delivery_cnt, 1);
   EXPECT_EQ(db_.Get<CustomerRow>(CustomerKey(1, 6, 1)).balance, -1000 + 2100);
-  EXPECT_EQ(db_.Get<OrderIdRow>(NewOrderHeadKey(1, 1)).o_id, 2);
-  EXPECT_EQ(db_.Get<OrderIdRow>(NewOrderHeadKey(1, 6)).o_id, 2);
-  EXPECT_EQ(db_.Get<OrderIdRow>(NewOrderHeadKey(1, 2)).o_id, 1);
 
   // Order-Status sees the delivery.
   const auto os = Ok<tp::OrderStatusResult>(db_.Run(OrderStatusTxn(&db_, 1, 1, 2)));
@@ -574,7 +566,6 @@ TEST_F(ProceduresTest, StaleDeliveryPlanAbortsWithoutChanges) {
   EXPECT_EQ(done.delivered(3).o_id(), 1u);
 
   // Delivery of a district with no orders at all leaves it alone.
-  EXPECT_EQ(db_.Get<OrderIdRow>(NewOrderHeadKey(1, 9)).o_id, 1);
   EXPECT_EQ(done.delivered(8).o_id(), 0u);
 }
 
@@ -870,8 +861,8 @@ TEST(ProceduresMultiPartition, RemoteNewOrderAndPaymentMatchTheSerialExecutor) {
   EXPECT_EQ(h.c_d_id, 6);
   EXPECT_EQ(h.w_id, 1);
   EXPECT_EQ(h.amount, 777);
-  EXPECT_EQ(serial.Get<SeqRow>(HistorySeqKey(1, 4)).next, 1u);
-  EXPECT_EQ(serial.Get<SeqRow>(HistorySeqKey(2, 6)).next, 0u);
+  EXPECT_FALSE(serial.Has(HistoryKey(1, 4, 1)));
+  EXPECT_FALSE(serial.Has(HistoryKey(2, 6, 0)));  // the customer's district has none
   EXPECT_EQ(serial.Get<WarehouseYtdRow>(WarehouseYtdKey(2)).ytd, 30000000 + 1500);
   EXPECT_EQ(serial.Get<CustomerRow>(CustomerKey(1, 1, 3)).ytd_payment, 1000 + 1500);
 }
@@ -971,9 +962,14 @@ TEST(ProceduresWithGenerator, GeneratedTxnsCommitExceptRollbacks) {
       const DistrictNextRow dist = db.Get<DistrictNextRow>(DistrictNextKey(w, d));
       orders += dist.next_o_id - 1;
       d_ytd += db.Get<DistrictYtdRow>(DistrictYtdKey(w, d)).ytd - 3000000;
-      const int32_t head = db.Get<OrderIdRow>(NewOrderHeadKey(w, d)).o_id;
-      for (int32_t o = 1; o < dist.next_o_id; ++o)
-        EXPECT_EQ(db.Has(NewOrderKey(w, d, static_cast<uint32_t>(o))), o >= head) << w << "/" << d << "/" << o;
+      // NEW_ORDER rows: the undelivered orders, the newest ones.
+      bool undelivered = false;
+      for (int32_t o = 1; o < dist.next_o_id; ++o) {
+        const bool has = db.Has(NewOrderKey(w, d, static_cast<uint32_t>(o)));
+        EXPECT_TRUE(has || !undelivered) << w << "/" << d << "/" << o << ": a gap in NEW_ORDER";
+        undelivered = undelivered || has;
+        EXPECT_EQ(db.Get<OrderRow>(OrderKey(w, d, static_cast<uint32_t>(o))).carrier_id == 0, has);
+      }
     }
   }
   EXPECT_EQ(orders, new_orders);
