@@ -483,8 +483,8 @@ void RemoveChild(I* in, uint32_t n, uint32_t slot) {
 
 }  // namespace
 
-Record* OrderedIndex::Insert(Key k, Record* value) {
-  DCHECK(value != nullptr);
+Record* OrderedIndex::InsertCore(Key k, Record** value_slot, Record* (*make)(void*), void* ctx) {
+  DCHECK(*value_slot != nullptr || make != nullptr);
   // Spare nodes for splits, allocated outside latched sections (a heap call
   // would abort an elided one) and kept across attempts.
   Leaf* spare_leaf = nullptr;
@@ -506,6 +506,10 @@ Record* OrderedIndex::Insert(Key k, Record* value) {
       result = present;
       break;
     }
+    // Made outside any latch and kept across attempts; the latching below
+    // checks that the leaf did not change meanwhile.
+    if (*value_slot == nullptr) *value_slot = make(ctx);
+    Record* const value = *value_slot;
     if (c < static_cast<uint32_t>(leaf_capacity_)) {
       // The common case: room in the leaf. Latched at the version read, so
       // c and pos are exact.

@@ -74,6 +74,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -111,7 +112,21 @@ class OrderedIndex {
 
   // Inserts (k, value) if k is absent and returns nullptr; if k is present,
   // changes nothing and returns its value. REQUIRES: value != nullptr.
-  Record* Insert(Key k, Record* value);
+  Record* Insert(Key k, Record* value) { return InsertCore(k, &value, nullptr, nullptr); }
+
+  // k's value: the present one, or one that make() returns, inserted. make
+  // runs at most once, outside any latch, when k is found absent (one
+  // descent for a lookup and an insert). *made: what make() returned, or
+  // nullptr if it did not run; if it is not the result (another thread
+  // inserted k meanwhile), the caller disposes of it.
+  template <typename Make>
+  Record* FindOrInsert(Key k, Make&& make, Record** made) {
+    Record* v = nullptr;
+    Record* present = InsertCore(
+        k, &v, [](void* m) -> Record* { return (*static_cast<std::remove_reference_t<Make>*>(m))(); }, &make);
+    *made = v;
+    return present != nullptr ? present : v;
+  }
 
   // Removes k and returns its value; nullptr if absent.
   Record* Erase(Key k);
@@ -186,6 +201,10 @@ class OrderedIndex {
     Key key;
     Record* value;
   };
+
+  // Insert's body: inserts *value, made by make(ctx) when k is found absent
+  // if it is null, and returns nullptr; or returns k's present value.
+  Record* InsertCore(Key k, Record** value, Record* (*make)(void*), void* ctx);
 
   // Reads the entries of cursor's leaf that lie in [lo, hi] on the far side
   // of cursor (>= cursor, or <= cursor in reverse) into out, in scan order,

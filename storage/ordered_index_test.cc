@@ -25,8 +25,10 @@ namespace detdb {
 namespace {
 
 // Values are opaque to the index: any non-null pointer will do. The value
-// of key k is V(k), so a reader can check that it got k's own value.
-Record* V(Key k) { return reinterpret_cast<Record*>(static_cast<uintptr_t>(k * 8 + 8)); }
+// of key k is V(k), so a reader can check that it got k's own value (null
+// only for a key no test uses).
+constexpr Key kNoKey = 0xA5A5A5A5A5A5A5A5;
+Record* V(Key k) { return reinterpret_cast<Record*>(static_cast<uintptr_t>(k ^ kNoKey)); }
 
 std::vector<std::pair<Key, Record*>> ScanAll(const OrderedIndex& ix, Key lo, Key hi, bool reverse,
                                              size_t limit = SIZE_MAX) {
@@ -109,9 +111,14 @@ TEST(StorageOrderedIndex, RandomOperationsMatchAStdMap) {
       for (int step = 0; step < 40000; ++step) {
         const Key k = rng() % universe;
         const int op = static_cast<int>(rng() % 10);
-        if (op < 4) {
+        if (op < 3) {
           auto [it, inserted] = model.emplace(k, V(k));
           ASSERT_EQ(ix.Insert(k, V(k)), inserted ? nullptr : V(k)) << "insert " << k;
+        } else if (op < 4) {
+          const bool inserted = model.emplace(k, V(k)).second;
+          Record* made;
+          ASSERT_EQ(ix.FindOrInsert(k, [k] { return V(k); }, &made), V(k)) << "find or insert " << k;
+          ASSERT_EQ(made, inserted ? V(k) : nullptr) << "made only when absent: " << k;
         } else if (op < 8) {
           const bool present = model.erase(k) > 0;
           ASSERT_EQ(ix.Erase(k), present ? V(k) : nullptr) << "erase " << k;
@@ -258,9 +265,13 @@ class ConcurrentIndex {
     for (int i = 0; i < ops; ++i) {
       const Key k = (rng() % (kUniverse / (kWriters + 1))) * (kWriters + 1) + w;
       const int op = static_cast<int>(rng() % 8);
-      if (op < 3) {
+      if (op < 2) {
         const bool inserted = model.emplace(k, V(k)).second;
         if (ix_.Insert(k, V(k)) != (inserted ? nullptr : V(k))) Fail();
+      } else if (op < 3) {
+        const bool inserted = model.emplace(k, V(k)).second;
+        Record* made;
+        if (ix_.FindOrInsert(k, [k] { return V(k); }, &made) != V(k) || made != (inserted ? V(k) : nullptr)) Fail();
       } else if (op < 6) {
         const bool present = model.erase(k) > 0;
         if (ix_.Erase(k) != (present ? V(k) : nullptr)) Fail();

@@ -288,16 +288,20 @@ Record* Table::Insert(Key k) {
 }
 
 Record* Table::InsertOrdered(Key k) {
-  // An update finds its record (the descent warms the path for an insert).
-  if (Record* r = tree_->Find(k)) return r;
-  Record* fresh = static_cast<Record*>(arena_.Allocate());
-  new (fresh) Record{k, nullptr};
-  std::memset(fresh->value(), 0, options_.value_size);
-  if (Record* r = tree_->Insert(k, fresh)) {  // inserted by another thread since
-    arena_.Release(fresh);
-    return r;
-  }
-  return fresh;
+  // One descent: an update finds its record; a new key gets a record made
+  // when the descent finds it absent (outside the tree's latches).
+  Record* made;
+  Record* r = tree_->FindOrInsert(
+      k,
+      [&] {
+        Record* fresh = static_cast<Record*>(arena_.Allocate());
+        new (fresh) Record{k, nullptr};
+        std::memset(fresh->value(), 0, options_.value_size);
+        return fresh;
+      },
+      &made);
+  if (made != nullptr && made != r) arena_.Release(made);  // inserted by another thread meanwhile
+  return r;
 }
 
 bool Table::Erase(Key k) {
