@@ -164,13 +164,25 @@ class TxnExecutor::ExecContext final : public TxnContext {
     if (cover_ == nullptr) return false;
     const Key c = cover_(key);
     if (c == key) return false;
-    return DeclaredWrite(c) || (!for_write && FindRead(c) != nullptr);
+    return DeclaredWriteCover(c) || (!for_write && FindRead(c) != nullptr);
+  }
+  // DeclaredWrite of a cover, remembering the last one found: a txn's
+  // covered writes mostly share one cover (New-Order's order rows).
+  bool DeclaredWriteCover(Key c) const {
+    if (has_write_cover_ && c == write_cover_) return true;
+    if (!DeclaredWrite(c)) return false;
+    has_write_cover_ = true;
+    write_cover_ = c;
+    return true;
   }
   absl::Status CheckWrite(Key key) const {
-    if (DeclaredWrite(key) || Covered(key, /*for_write=*/true)) return absl::OkStatus();
+    // The cover first: covered keys are rarely declared themselves.
+    if (Covered(key, /*for_write=*/true) || DeclaredWrite(key)) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's write set"));
   }
+  static uint64_t WriteBit(Key key) { return uint64_t{1} << ((key * 0x9E3779B97F4A7C15ull) >> 58); }
   BufferedWrite* FindWrite(Key key) {
+    if ((st_->write_filter & WriteBit(key)) == 0) return nullptr;
     if (st_->indexed) {
       auto it = st_->write_index.find(key);
       return it == st_->write_index.end() ? nullptr : &st_->writes[it->second];
@@ -181,6 +193,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   }
   BufferedWrite& Buffer(Key key) {
     if (BufferedWrite* w = FindWrite(key)) return *w;
+    st_->write_filter |= WriteBit(key);
     if (st_->indexed) st_->write_index.emplace(key, static_cast<uint32_t>(st_->writes.size()));
     st_->writes.push_back(BufferedWrite{key, nullptr, 0, false});
     return st_->writes.back();
@@ -192,6 +205,8 @@ class TxnExecutor::ExecContext final : public TxnContext {
   const RangeCover range_cover_;
   const Partitioner* const partitioner_;
   const PartitionId self_;
+  mutable bool has_write_cover_ = false;
+  mutable Key write_cover_ = 0;
 };
 
 void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<const void> owner) const {
@@ -217,6 +232,7 @@ void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<con
   st->writes.clear();
   st->arena.Reset();
   st->indexed = false;
+  st->write_filter = 0;
   st->lt.id = txn->id();
   st->lt.reads = st->local_reads;
   st->lt.writes = st->local_writes;
