@@ -273,13 +273,27 @@ absl::Status ScanArgProcedure(TxnContext* ctx, std::string* result) {
   return ctx->Scan(QueueKey(g, 0), QueueKey(g, 5), false, [](Key, std::string_view) { return true; });
 }
 
+// Deletes each row of group args[0] as the scan visits it (not allowed:
+// writes come after the scan).
+absl::Status DeleteInScanProcedure(TxnContext* ctx, std::string* result) {
+  const uint64_t g = Value(ctx->txn().args());
+  absl::Status in_scan;
+  absl::Status s = ctx->Scan(QueueKey(g, 0), QueueKey(g, 5), false, [&](Key k, std::string_view) {
+    in_scan = ctx->Delete(k);
+    return in_scan.ok();
+  });
+  return s.ok() ? in_scan : s;
+}
+
 // A scan needs a covering lock: a declared cover (read or write set), a
 // range within one group of an ordered table, a registered range cover.
+// And no write while it visits.
 TEST(EngineScan, UncoveredScansAreRefused) {
-  constexpr uint32_t kScanArgType = 13;
+  constexpr uint32_t kScanArgType = 13, kDeleteInScanType = 14;
   ProcedureRegistry procs;
   ASSERT_TRUE(RegisterQueueProcedures(&procs).ok());
   ASSERT_TRUE(procs.Register(kScanArgType, "scan_arg", &ScanArgProcedure).ok());
+  ASSERT_TRUE(procs.Register(kDeleteInScanType, "delete_in_scan", &DeleteInScanProcedure).ok());
   GroupPartitioner parts(1);
   PartitionStore store;
   ASSERT_TRUE(Load(&store, parts, 0).ok());
@@ -299,6 +313,14 @@ TEST(EngineScan, UncoveredScansAreRefused) {
   pb::TxnResult r = serial.Execute(t);
   EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
   EXPECT_NE(r.error().find("not in the txn's read or write set"), std::string::npos) << r.error();
+  pb::Txn del = t;
+  del.set_type(kDeleteInScanType);
+  del.clear_read_set();
+  del.add_write_set(CoverKey(3));
+  r = serial.Execute(del);
+  EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
+  EXPECT_NE(r.error().find("while a Scan visits"), std::string::npos) << r.error();
+  EXPECT_NE(store.Get(QueueKey(3, 0)), nullptr);
 
   Key cover;
   const Table* queue = store.GetTable(kQueueTable);

@@ -87,6 +87,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
 
   absl::Status Write(Key key, std::string_view value) override {
     absl::Status s = CheckWrite(key);
+    if (scanning_) s = WriteInScan();
     if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, &value);
     if (!s.ok()) return s;
     store_->Prefetch(key);  // its bucket, for applying the write after the procedure
@@ -102,6 +103,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
 
   absl::Status Delete(Key key) override {
     absl::Status s = CheckWrite(key);
+    if (scanning_) s = WriteInScan();
     if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, nullptr);
     if (!s.ok()) return s;
     BufferedWrite& w = Buffer(key);
@@ -136,7 +138,9 @@ class TxnExecutor::ExecContext final : public TxnContext {
     std::vector<OwnWrite> own;
     for (const BufferedWrite& w : st_->writes)
       if (w.key >= lo && w.key <= hi) own.push_back(OwnWrite{w.key, std::string_view(w.value, w.size), w.erase});
+    scanning_ = true;
     ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
+    scanning_ = false;
     return absl::OkStatus();
   }
 
@@ -207,6 +211,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   const PartitionId self_;
   mutable bool has_write_cover_ = false;
   mutable Key write_cover_ = 0;
+  bool scanning_ = false;  // inside Scan's visits: no Write or Delete
 };
 
 void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<const void> owner) const {

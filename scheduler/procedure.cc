@@ -72,6 +72,10 @@ void ScanWithOwnWrites(const Table& table, Key lo, Key hi, bool reverse, std::ve
   if (!stopped) own_before(0, true);
 }
 
+absl::Status WriteInScan() {
+  return absl::FailedPreconditionError("Write or Delete while a Scan visits: write after the scan");
+}
+
 std::string_view ProcedureRegistry::NameOf(uint32_t type) const {
   return type < procs_.size() ? std::string_view(procs_[type].name) : std::string_view();
 }

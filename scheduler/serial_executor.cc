@@ -40,6 +40,7 @@ class SerialContext final : public TxnContext {
 
   absl::Status Write(Key key, std::string_view value) override {
     absl::Status s = CheckWrite(key);
+    if (scanning_) s = WriteInScan();
     if (s.ok()) s = CheckWriteTarget(stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)), key, &value);
     if (!s.ok()) return s;
     BufferedWrite& w = Buffer(key);
@@ -50,6 +51,7 @@ class SerialContext final : public TxnContext {
 
   absl::Status Delete(Key key) override {
     absl::Status s = CheckWrite(key);
+    if (scanning_) s = WriteInScan();
     if (s.ok()) s = CheckWriteTarget(stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)), key, nullptr);
     if (!s.ok()) return s;
     BufferedWrite& w = Buffer(key);
@@ -79,7 +81,9 @@ class SerialContext final : public TxnContext {
     std::vector<OwnWrite> own;
     for (const BufferedWrite& w : writes_)
       if (w.key >= lo && w.key <= hi) own.push_back(OwnWrite{w.key, w.value, w.erase});
+    scanning_ = true;
     ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
+    scanning_ = false;
     return absl::OkStatus();
   }
 
@@ -137,6 +141,7 @@ class SerialContext final : public TxnContext {
   std::vector<Key> reads_, declared_writes_;  // sorted
   std::vector<BufferedWrite> writes_;
   absl::flat_hash_map<Key, size_t> write_index_;
+  bool scanning_ = false;  // inside Scan's visits: no Write or Delete
 };
 
 }  // namespace
