@@ -483,8 +483,43 @@ void RemoveChild(I* in, uint32_t n, uint32_t slot) {
 
 }  // namespace
 
-Record* OrderedIndex::InsertCore(Key k, Record** value_slot, Record* (*make)(void*), void* ctx) {
+bool OrderedIndex::InsertAtHint(Key k, Record** value_slot, Record* (*make)(void*), void* ctx, Leaf* leaf,
+                                Record** result) {
+  uint64_t v;
+  if (!StableVersion(leaf, &v)) return false;
+  if (leaf->unlinked.load(std::memory_order_acquire)) return false;
+  if (leaf->has_low.load(std::memory_order_acquire) && k < leaf->low.load(std::memory_order_acquire)) return false;
+  if (leaf->has_high.load(std::memory_order_acquire) && k >= leaf->high.load(std::memory_order_acquire)) return false;
+  const uint32_t c =
+      std::min<uint32_t>(leaf->count.load(std::memory_order_acquire), static_cast<uint32_t>(leaf_capacity_));
+  const uint32_t pos = LowerBound(leaf, c, k);
+  if (pos < c && leaf->keys[pos].load(std::memory_order_acquire) == k) {
+    Record* present = leaf->values[pos].load(std::memory_order_acquire);
+    if (!Unchanged(leaf, v)) return false;
+    *result = present;
+    return true;
+  }
+  if (c == static_cast<uint32_t>(leaf_capacity_) || !Unchanged(leaf, v)) return false;  // a split needs the path
+  // Within the leaf's range at version v, which the latch checks: k
+  // belongs here whatever happened above the leaf.
+  if (*value_slot == nullptr) *value_slot = make(ctx);
+  Path p;
+  p.depth = 1;
+  p.node[0] = leaf;
+  p.version[0] = v;
+  if (!LatchPath(&p, 0)) return false;
+  InsertEntry(leaf, c, pos, k, *value_slot);
+  UnlatchPath(&p, 0);
+  *result = nullptr;
+  return true;
+}
+
+Record* OrderedIndex::InsertCore(Key k, Record** value_slot, Record* (*make)(void*), void* ctx, Hint* hint) {
   DCHECK(*value_slot != nullptr || make != nullptr);
+  if (hint != nullptr && hint->leaf != nullptr) {
+    Record* at_hint;
+    if (InsertAtHint(k, value_slot, make, ctx, hint->leaf, &at_hint)) return at_hint;
+  }
   // Spare nodes for splits, allocated outside latched sections (a heap call
   // would abort an elided one) and kept across attempts.
   Leaf* spare_leaf = nullptr;
@@ -504,6 +539,7 @@ Record* OrderedIndex::InsertCore(Key k, Record** value_slot, Record* (*make)(voi
       Record* present = leaf->values[pos].load(std::memory_order_acquire);
       if (!Unchanged(leaf, p.version[li])) continue;
       result = present;
+      if (hint != nullptr) hint->leaf = leaf;
       break;
     }
     // Made outside any latch and kept across attempts; the latching below
@@ -516,6 +552,7 @@ Record* OrderedIndex::InsertCore(Key k, Record** value_slot, Record* (*make)(voi
       if (!LatchPath(&p, li)) continue;
       InsertEntry(leaf, c, pos, k, value);
       UnlatchPath(&p, li);
+      if (hint != nullptr) hint->leaf = leaf;
       break;
     }
     // The leaf is full: it splits, and so does every full ancestor above it
@@ -532,6 +569,7 @@ Record* OrderedIndex::InsertCore(Key k, Record** value_slot, Record* (*make)(voi
     if (!LatchPath(&p, from)) continue;
     SplitAndInsert(&p, from, k, value, &spare_leaf, spare_inner, &spare_inners);
     UnlatchPath(&p, from);
+    if (hint != nullptr) hint->leaf = nullptr;  // the next insert descends to k's new leaf
     break;
   }
   // Unused spares were never published.
@@ -570,6 +608,13 @@ void OrderedIndex::SplitAndInsert(Path* p, int from, Key k, Record* value, Leaf*
   }
   Put(right->count, c + 1 - m);
   Key sep = all[m].key;
+  // The leaves' stored ranges (for hints): right takes [sep, leaf's high).
+  Put(right->low, sep);
+  Put(right->has_low, true);
+  Put(right->high, Get(leaf->high));
+  Put(right->has_high, Get(leaf->has_high));
+  Put(leaf->high, sep);
+  Put(leaf->has_high, true);
 
   // Hand (sep, right) up: into the first ancestor with room, splitting the
   // full ones on the way (all latched).
@@ -645,7 +690,10 @@ Record* OrderedIndex::Erase(Key k) {
     if (!LatchPath(&p, top)) continue;
     Record* r = Get(leaf->values[pos]);
     RemoveEntry(leaf, c, pos);
-    if (top < li) RemoveChild(static_cast<Inner*>(p.node[top]), Get(p.node[top]->count), p.slot[top]);
+    if (top < li) {
+      RemoveChild(static_cast<Inner*>(p.node[top]), Get(p.node[top]->count), p.slot[top]);
+      Put(leaf->unlinked, true);  // a hint must not insert into it
+    }
     UnlatchPath(&p, top);
     for (int d = top + 1; d <= li; ++d) Retire(p.node[d]);
     return r;

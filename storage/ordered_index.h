@@ -86,6 +86,10 @@ namespace detdb {
 struct Record;
 
 class OrderedIndex {
+  struct Node;
+  struct Leaf;
+  struct Inner;
+
  public:
   static constexpr int kMaxLeafCapacity = 32;
   static constexpr int kMaxInnerCapacity = 64;
@@ -112,18 +116,31 @@ class OrderedIndex {
 
   // Inserts (k, value) if k is absent and returns nullptr; if k is present,
   // changes nothing and returns its value. REQUIRES: value != nullptr.
-  Record* Insert(Key k, Record* value) { return InsertCore(k, &value, nullptr, nullptr); }
+  Record* Insert(Key k, Record* value) { return InsertCore(k, &value, nullptr, nullptr, nullptr); }
+
+  // Where the last FindOrInsert of a series left off: the leaf it found or
+  // inserted its key in. The next FindOrInsert of a key in that leaf's range
+  // (New-Order's order lines, one after another) checks the leaf, by its
+  // version and stored fences, instead of descending from the root.
+  // REQUIRES: a hint is used only while its user holds no quiescent point
+  // in between (the leaf may be unlinked meanwhile, never freed).
+  class Hint {
+   private:
+    friend class OrderedIndex;
+    Leaf* leaf = nullptr;
+  };
 
   // k's value: the present one, or one that make() returns, inserted. make
   // runs at most once, outside any latch, when k is found absent (one
   // descent for a lookup and an insert). *made: what make() returned, or
   // nullptr if it did not run; if it is not the result (another thread
-  // inserted k meanwhile), the caller disposes of it.
+  // inserted k meanwhile), the caller disposes of it. hint may be null.
   template <typename Make>
-  Record* FindOrInsert(Key k, Make&& make, Record** made) {
+  Record* FindOrInsert(Key k, Make&& make, Record** made, Hint* hint = nullptr) {
     Record* v = nullptr;
     Record* present = InsertCore(
-        k, &v, [](void* m) -> Record* { return (*static_cast<std::remove_reference_t<Make>*>(m))(); }, &make);
+        k, &v, [](void* m) -> Record* { return (*static_cast<std::remove_reference_t<Make>*>(m))(); }, &make,
+        hint);
     *made = v;
     return present != nullptr ? present : v;
   }
@@ -193,9 +210,6 @@ class OrderedIndex {
   size_t retired_nodes() const;
 
  private:
-  struct Node;
-  struct Leaf;
-  struct Inner;
   struct Path;
   struct Entry {
     Key key;
@@ -204,7 +218,13 @@ class OrderedIndex {
 
   // Insert's body: inserts *value, made by make(ctx) when k is found absent
   // if it is null, and returns nullptr; or returns k's present value.
-  Record* InsertCore(Key k, Record** value, Record* (*make)(void*), void* ctx);
+  // With a hint, tries its leaf first (InsertAtHint) and leaves it at the
+  // leaf k is in.
+  Record* InsertCore(Key k, Record** value, Record* (*make)(void*), void* ctx, Hint* hint);
+  // InsertCore at the hint's leaf without a descent; false if k is not
+  // within the leaf's stored fences, the leaf was unlinked, is full or
+  // changed meanwhile (the caller descends).
+  bool InsertAtHint(Key k, Record** value, Record* (*make)(void*), void* ctx, Leaf* leaf, Record** result);
 
   // Reads the entries of cursor's leaf that lie in [lo, hi] on the far side
   // of cursor (>= cursor, or <= cursor in reverse) into out, in scan order,
@@ -262,6 +282,13 @@ struct OrderedIndex::Node {
 
 struct alignas(64) OrderedIndex::Leaf : Node {
   Leaf() : Node(true) {}
+  // The leaf's key range as it knows it, for hints: [low, high), a bound
+  // absent if its has_ flag is clear. Set when the leaf is made and when it
+  // splits; an unlink of a neighbour can widen the true range without
+  // telling (the stored one is then narrower: hints only miss more).
+  std::atomic<Key> low{0}, high{0};
+  std::atomic<bool> has_low{false}, has_high{false};
+  std::atomic<bool> unlinked{false};  // set when an erase unlinks it
   std::atomic<Key> keys[kMaxLeafCapacity];
   std::atomic<Record*> values[kMaxLeafCapacity];
 };

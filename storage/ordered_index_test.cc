@@ -108,6 +108,9 @@ TEST(StorageOrderedIndex, RandomOperationsMatchAStdMap) {
       OrderedIndex ix(OptionsOf(shape));
       std::map<Key, Record*> model;
       std::mt19937_64 rng(shape.leaf * 1000 + universe);
+      // One hint for every FindOrInsert: its leaf splits, is unlinked and
+      // goes out of range in between (nothing is freed until the end).
+      OrderedIndex::Hint hint;
       for (int step = 0; step < 40000; ++step) {
         const Key k = rng() % universe;
         const int op = static_cast<int>(rng() % 10);
@@ -117,7 +120,8 @@ TEST(StorageOrderedIndex, RandomOperationsMatchAStdMap) {
         } else if (op < 4) {
           const bool inserted = model.emplace(k, V(k)).second;
           Record* made;
-          ASSERT_EQ(ix.FindOrInsert(k, [k] { return V(k); }, &made), V(k)) << "find or insert " << k;
+          ASSERT_EQ(ix.FindOrInsert(k, [k] { return V(k); }, &made, rng() % 4 == 0 ? nullptr : &hint), V(k))
+              << "find or insert " << k;
           ASSERT_EQ(made, inserted ? V(k) : nullptr) << "made only when absent: " << k;
         } else if (op < 8) {
           const bool present = model.erase(k) > 0;
@@ -162,6 +166,16 @@ TEST(StorageOrderedIndex, AscendingInsertsFillLeaves) {
   EXPECT_EQ(ix.height(), 3);  // 3125 leaves under 49 inner nodes under the root
   // Ascending within many ranges at once (a district's orders each, the
   // districts interleaved): nearly full leaves too.
+  // The same through hints, one per range (as a txn's inserts of a
+  // table): the same shape.
+  OrderedIndex hinted;
+  for (Key k = 1; k <= kN; ++k) {
+    OrderedIndex::Hint hint;
+    Record* made;
+    ASSERT_EQ(hinted.FindOrInsert(k, [k] { return V(k); }, &made, &hint), V(k));
+  }
+  EXPECT_TRUE(hinted.CheckStructure().ok()) << hinted.CheckStructure();
+  EXPECT_EQ(hinted.leaves(), ix.leaves());
   OrderedIndex ranges;
   constexpr Key kRanges = 20, kPerRange = 5000;
   for (Key i = 0; i < kPerRange; ++i)
@@ -269,9 +283,16 @@ class ConcurrentIndex {
         const bool inserted = model.emplace(k, V(k)).second;
         if (ix_.Insert(k, V(k)) != (inserted ? nullptr : V(k))) Fail();
       } else if (op < 3) {
-        const bool inserted = model.emplace(k, V(k)).second;
-        Record* made;
-        if (ix_.FindOrInsert(k, [k] { return V(k); }, &made) != V(k) || made != (inserted ? V(k) : nullptr)) Fail();
+        // A burst of the writer's next keys through one hint (a txn's
+        // adjacent rows); the hint lives until the quiescent point.
+        OrderedIndex::Hint hint;
+        for (Key b = k; b < k + 4 * (kWriters + 1) && b < kUniverse; b += kWriters + 1) {
+          const bool inserted = model.emplace(b, V(b)).second;
+          Record* made;
+          if (ix_.FindOrInsert(b, [b] { return V(b); }, &made, &hint) != V(b) ||
+              made != (inserted ? V(b) : nullptr))
+            Fail();
+        }
       } else if (op < 6) {
         const bool present = model.erase(k) > 0;
         if (ix_.Erase(k) != (present ? V(k) : nullptr)) Fail();

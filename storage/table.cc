@@ -247,9 +247,9 @@ Record* Table::GetAbsent(Key k, uint64_t h) const {
   }
 }
 
-Record* Table::Insert(Key k) {
+Record* Table::Insert(Key k, OrderedIndex::Hint* hint) {
   DCHECK_EQ(KeyTable(k), id()) << "key of another table";
-  if (tree_ != nullptr) return InsertOrdered(k);
+  if (tree_ != nullptr) return InsertOrdered(k, hint);
   const uint64_t h = Mix64(k);
   // Unvalidated: a miss is re-checked under the latch.
   if (Record* r = Find(BucketFor(h), k, h)) return r;
@@ -287,7 +287,7 @@ Record* Table::Insert(Key k) {
   return fresh;
 }
 
-Record* Table::InsertOrdered(Key k) {
+Record* Table::InsertOrdered(Key k, OrderedIndex::Hint* hint) {
   // One descent: an update finds its record; a new key gets a record made
   // when the descent finds it absent (outside the tree's latches).
   Record* made;
@@ -299,7 +299,7 @@ Record* Table::InsertOrdered(Key k) {
         std::memset(fresh->value(), 0, options_.value_size);
         return fresh;
       },
-      &made);
+      &made, hint);
   if (made != nullptr && made != r) arena_.Release(made);  // inserted by another thread meanwhile
   return r;
 }

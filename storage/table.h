@@ -243,8 +243,10 @@ class Table {
 
   // The record of k: the existing one, or a new one with a zero-filled
   // value. Never fails (throws std::bad_alloc only when the heap is
-  // exhausted).
-  Record* Insert(Key k);
+  // exhausted). hint (ordered tables; ignored by hash tables): where the
+  // caller's previous insert into this table went, for a series of
+  // adjacent keys (OrderedIndex::Hint, with its REQUIRES).
+  Record* Insert(Key k, OrderedIndex::Hint* hint = nullptr);
 
   // Unlinks the record of k; false if absent. The record's memory stays
   // readable (and unchanged) until ReclaimErased() or FreeSealed() frees it.
@@ -459,7 +461,7 @@ class Table {
     return nullptr;
   }
   // Insert into an ordered table.
-  Record* InsertOrdered(Key k);
+  Record* InsertOrdered(Key k, OrderedIndex::Hint* hint);
   // Get's second look when the first did not find k: validated against the
   // stripe's migrations (see the file comment).
   Record* GetAbsent(Key k, uint64_t h) const;
