@@ -1,7 +1,10 @@
 // `detdb-bench figure NAME --out DIR`: one figure or table of the DCLP
 // paper's section 4 (seed 002) by one command. NAME: fig2 ... fig10, table2,
-// or all. Each runs its sweep over the paper's four lock managers with the
-// paper's setup (4 workers and 1 lock thread per partition; 8 machines for
+// or all (elision: seed 001's latch benchmark, bench/figure_elision.cc;
+// staged: seed 003's, bench/staged_figure.cc; lil: seed 000's Fig. 4,
+// bench/intent_command.cc).
+// Each runs its sweep over the paper's four lock managers with the paper's
+// setup (4 workers and 1 lock thread per partition; 8 machines for
 // figs 7, 8 and 10 (TPC-C, 96 warehouses), 2-8 for fig 9), prints the
 // table, and writes DIR/NAME.csv and DIR/NAME.png (bench/plot_figure.py,
 // python3-matplotlib).
@@ -176,6 +179,10 @@ absl::StatusOr<std::pair<double, double>> RunCell(const Point& p, const std::str
     so.lock_manager = lm;
     so.tpcc = p.tpcc;
     so.duration_s = FLAGS_sim_duration;
+    // The paper's setup: its clients and sequencer had cores to spare. Beside
+    // a real run on this host (--real), the prediction charges them as the
+    // real run pays them.
+    so.model_front = real;
     auto r = RunSim(so, *costs);
     if (!r.ok()) return r.status();
     sim_value = value = r->txns_per_sec;
@@ -267,34 +274,41 @@ int RunFigure(const Figure& f, const SimCosts* costs, const std::vector<std::str
   csv.close();
   printf("(%s; %u worker(s) + 1 lock thread per partition; this host: %u cores%s)\n", modes.c_str(), workers, cores,
          FLAGS_real ? "; real (s simulated)" : "");
-  const std::string png = FLAGS_out + "/" + f.name + ".png";
+  return PlotFigure(csv_path, FLAGS_out + "/" + f.name + ".png", f.title, f.xlabel, f.logx);
+}
+
+}  // namespace
+
+int PlotFigure(const std::string& csv_path, const std::string& png_path, const std::string& title,
+               const std::string& xlabel, bool logx) {
   // Debian's python3-matplotlib is for Debian's python3 (a python3 earlier
   // on PATH, e.g. pyenv's, may lack it).
   const std::string python = std::ifstream("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string cmd = absl::StrCat(python, " '", PlotScript(), "' '", csv_path, "' '", png, "' '", f.title,
-                                       "' '", f.xlabel, "'", f.logx ? " logx" : "");
+  const std::string cmd = absl::StrCat(python, " '", PlotScript(), "' '", csv_path, "' '", png_path, "' '", title,
+                                       "' '", xlabel, "'", logx ? " logx" : "");
   if (std::system(cmd.c_str()) != 0) {
     fprintf(stderr, "detdb-bench figure: plotting failed (%s); the CSV is %s. Is python3-matplotlib installed?\n",
             cmd.c_str(), csv_path.c_str());
     return 1;
   }
-  printf("wrote %s and %s\n", csv_path.c_str(), png.c_str());
+  printf("wrote %s and %s\n", csv_path.c_str(), png_path.c_str());
   return 0;
 }
-
-}  // namespace
 
 int FigureCommand(const std::string& name) {
   if (FLAGS_out.empty()) {
     fprintf(stderr, "detdb-bench figure NAME: give --out=DIR\n");
     return 2;
   }
+  if (name == "lil") return IntentLockFigure(PlotScript());  // seed 000's Fig. 4 (bench/intent_command.cc)
   std::filesystem::create_directories(FLAGS_out);
+  if (name == "elision") return ElisionFigure(FLAGS_out);
+  if (name == "staged") return StagedFigure();  // seed 003: bench/staged_figure.cc
   std::vector<Figure> chosen;
   for (const Figure& f : Figures())
     if (name == "all" || f.name == name) chosen.push_back(f);
   if (chosen.empty()) {
-    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig10, table2, all)\n", name.c_str());
+    fprintf(stderr, "detdb-bench figure: unknown figure %s (fig2 ... fig10, table2, all; elision, staged, lil)\n", name.c_str());
     return 2;
   }
   const std::vector<std::string> lms = Split(FLAGS_figure_lock_managers);

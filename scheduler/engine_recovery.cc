@@ -79,13 +79,13 @@ absl::Status Engine::ReplayLog(std::optional<uint64_t> resume_epoch, std::option
   submitted_.fetch_add(own, std::memory_order_acq_rel);
   pending_bytes_.fetch_add(own_bytes, std::memory_order_acq_rel);
   // Results that peers sent before the expectations above existed.
-  std::vector<pb::TxnResult> early;
+  std::vector<std::pair<uint32_t, pb::TxnResult>> early;
   {
     std::lock_guard<std::mutex> l(awaiting_mu_);
     early_results_open_ = false;
     early.swap(early_results_);
   }
-  for (const pb::TxnResult& r : early) OnPeerResult(r);
+  for (const auto& [from, r] : early) OnPeerResult(from, r);
   replayed_.store(total, std::memory_order_relaxed);
   for (const auto& b : in->batches) EnqueueLocal(b);
   in->batches.clear();

@@ -31,7 +31,7 @@ class InProcessPeerHub::Link final : public PeerLink {
     hub_->links_.at(node)->handler_->OnPeerBatch(std::make_shared<pb::Batch>(batch));
   }
   void SendResult(uint32_t node, const pb::TxnResult& result) override {
-    hub_->links_.at(node)->handler_->OnPeerResult(result);
+    hub_->links_.at(node)->handler_->OnPeerResult(node_, result);
   }
   void SetDurableEpoch(uint64_t epoch) override {
     for (const auto& l : hub_->links_)
