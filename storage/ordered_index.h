@@ -188,8 +188,9 @@ class OrderedIndex {
 
   // Checks the structure: in every node the keys increase and lie within
   // the node's fences, inner nodes have a child per slot up to their count
-  // and none past it, every leaf is at the same depth, and the node counts
-  // agree. OK, or Internal naming the first problem. For tests.
+  // and none past it, every leaf is at the same depth, no leaf in the tree
+  // is marked unlinked, every leaf's stored fences (for hints) lie within
+  // its true ones, and the node counts agree. OK, or Internal naming the first problem. For tests.
   // REQUIRES: no concurrent writer.
   absl::Status CheckStructure() const;
 
@@ -203,6 +204,17 @@ class OrderedIndex {
   size_t FreeRetiredNow();
   // Heap bytes of nodes returned by TakeRetired.
   static size_t NodeBytes(const std::vector<void*>& nodes);
+
+  // Empties the index: every node is retired (TakeRetired returns them, to
+  // be freed once no reader can stand on one) and a fresh empty root leaf
+  // takes their place. A truncate of an ordered table calls it.
+  // REQUIRES: no other thread uses the index.
+  void RetireAll();
+
+  // Nodes of every OrderedIndex in the process that are allocated and not
+  // yet freed: live, retired, or taken by TakeRetired and not yet given to
+  // FreeNodes. Thread-safe. For tests (leak checks) and statistics.
+  static int64_t allocated_nodes() { return allocated_nodes_.load(std::memory_order_relaxed); }
 
   // Heap bytes of the live nodes (retired ones not counted).
   size_t memory_bytes() const;
@@ -266,6 +278,7 @@ class OrderedIndex {
   std::atomic<int64_t> leaves_{0}, inners_{0};  // live nodes
   mutable std::mutex retired_mu_;
   std::vector<Node*> retired_;  // guarded by retired_mu_
+  static std::atomic<int64_t> allocated_nodes_;  // see allocated_nodes()
 };
 
 // ---- Node layout (here so that the Scan and ForEach templates inline) ----

@@ -24,6 +24,18 @@ absl::Status OrderedIndex::CheckNode(const Node* n, const Fences& f, int depth, 
       return absl::InternalError(absl::StrCat("leaves at depths ", *leaf_depth, " and ", depth));
     if (c > static_cast<uint32_t>(leaf_capacity_)) return absl::InternalError(absl::StrCat("leaf of ", c, " entries"));
     const Leaf* l = static_cast<const Leaf*>(n);
+    if (l->unlinked.load(std::memory_order_relaxed))
+      return absl::InternalError(absl::StrCat("leaf at depth ", depth, " in the tree is marked unlinked"));
+    // The range a hint trusts (the stored fences) lies within the true one.
+    const bool has_low = l->has_low.load(std::memory_order_relaxed);
+    const bool has_high = l->has_high.load(std::memory_order_relaxed);
+    const Key low = l->low.load(std::memory_order_relaxed), high = l->high.load(std::memory_order_relaxed);
+    if (f.has_lower && (!has_low || low < f.lower))
+      return absl::InternalError(absl::StrCat("leaf's stored lower fence ", has_low ? low : 0, " (set: ", has_low,
+                                              ") below its true one ", f.lower));
+    if (f.has_upper && (!has_high || high > f.upper))
+      return absl::InternalError(absl::StrCat("leaf's stored upper fence ", has_high ? high : 0, " (set: ", has_high,
+                                              ") above its true one ", f.upper));
     for (uint32_t i = 0; i < c; ++i) {
       const Key k = l->keys[i].load(std::memory_order_relaxed);
       if (!f.Holds(k)) return absl::InternalError(absl::StrCat("leaf key ", k, " outside its fences"));

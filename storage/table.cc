@@ -227,8 +227,6 @@ Table::Table(const TableOptions& options)
   grow_records_per_stripe_.store(GrowThreshold(buckets), std::memory_order_relaxed);
 }
 
-Table::~Table() = default;
-
 int64_t Table::GrowThreshold(uint64_t buckets) const {
   // A stripe's share of kGrowLoad records per bucket, plus three standard
   // deviations of a binomial share (so noise in one stripe of a table at
@@ -288,31 +286,9 @@ Record* Table::Insert(Key k, OrderedIndex::Hint* hint) {
   return fresh;
 }
 
-Record* Table::InsertOrdered(Key k, OrderedIndex::Hint* hint) {
-  // One descent: an update finds its record; a new key gets a record made
-  // when the descent finds it absent (outside the tree's latches).
-  Record* made;
-  Record* r = tree_->FindOrInsert(
-      k,
-      [&] {
-        Record* fresh = static_cast<Record*>(arena_.Allocate());
-        new (fresh) Record{k, nullptr};
-        std::memset(fresh->value(), 0, options_.value_size);
-        return fresh;
-      },
-      &made, hint);
-  if (made != nullptr && made != r) arena_.Release(made);  // inserted by another thread meanwhile
-  return r;
-}
-
 bool Table::Erase(Key k) {
   DCHECK_EQ(KeyTable(k), id()) << "key of another table";
-  if (tree_ != nullptr) {
-    Record* r = tree_->Erase(k);
-    if (r == nullptr) return false;
-    arena_.Retire(r);  // readers may stand on it, as on an unlinked chain record
-    return true;
-  }
+  if (tree_ != nullptr) return EraseOrdered(k);
   const uint64_t h = Mix64(k);
   Stripe& stripe = StripeOf(h);
   stripe.latch.Lock();
@@ -547,6 +523,7 @@ size_t Table::ReclaimErased() {
 // ---------------------------------------------------------------- whole table
 
 uint64_t Table::Clear() {
+  if (tree_ != nullptr) return ClearOrdered();
   std::vector<void*> records;
   ForEachRecord([&records](const Record* r) { records.push_back(const_cast<Record*>(r)); });
   // Unlinked all at once by replacing the index: nothing can reach them
@@ -569,6 +546,7 @@ uint64_t Table::Clear() {
 }
 
 void Table::Reserve(uint64_t records) {
+  if (tree_ != nullptr) return;  // a tree grows by splits: nothing to size
   const uint64_t need = std::min(kMaxBuckets, std::bit_ceil(std::max(records / kGrowLoad, kMinBuckets)));
   const Index* cur = current_.load(std::memory_order_acquire);
   if (need <= cur->mask + 1 && migration_.load(std::memory_order_acquire) == nullptr) return;

@@ -319,12 +319,15 @@ class Table {
   //
   // Removes every record; returns how many. Records and bucket arrays are
   // retired, and freed by reclamation as usual; the index goes back to its
-  // first size. REQUIRES: exclusive use of the table.
+  // first size. An ordered table retires every tree node the same way and
+  // starts again from an empty root leaf. REQUIRES: exclusive use of the
+  // table.
   uint64_t Clear();
   // Grows the index at once to hold `records` records (kGrowLoad per
   // bucket): one rehash instead of doublings migrated a few buckets per
   // write; a migration under way ends here. A bulk load calls it first.
-  // No-op if the index is large enough. REQUIRES: exclusive use of the table.
+  // No-op if the index is large enough, and for an ordered table (a tree
+  // grows by splits). REQUIRES: exclusive use of the table.
   void Reserve(uint64_t records);
 
   // Calls f(const Record&) for the first `limit` records with key >= from,
@@ -482,7 +485,7 @@ class Table {
     std::vector<void*> records;
     std::vector<std::unique_ptr<Index>> indexes;
     std::vector<std::unique_ptr<Migration>> migrations;
-    std::vector<void*> nodes;  // OrderedIndex nodes
+    std::vector<void*> nodes;  // OrderedIndex nodes (freed by ~Table if still sealed)
   };
 
   // Where hash h lives: its bucket in the current index or, during a
@@ -506,8 +509,10 @@ class Table {
     }
     return nullptr;
   }
-  // Insert into an ordered table.
+  // Insert, Erase and Clear of an ordered table (table_ordered.cc).
   Record* InsertOrdered(Key k, OrderedIndex::Hint* hint);
+  bool EraseOrdered(Key k);
+  uint64_t ClearOrdered();
   // Get's second look when the first did not find k: validated against the
   // stripe's migrations (see the file comment).
   Record* GetAbsent(Key k, uint64_t h) const;
