@@ -17,10 +17,13 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/status/status.h"
 #include "common/hash.h"
 #include "scheduler/engine.h"
 #include "scheduler/engine_test_util.h"
+#include "scheduler/partition_txn.h"
 #include "scheduler/serial_executor.h"
+#include "storage/intent_lock.h"
 
 namespace detdb {
 namespace {
@@ -28,6 +31,7 @@ using namespace testing_util;  // NOLINT
 
 constexpr uint32_t kQueueTable = 2, kCoverTable = 3;
 constexpr uint32_t kAppendType = 10, kPopType = 11, kSumType = 12;
+constexpr uint32_t kScanArgType = 13, kDeleteInScanType = 14;
 constexpr uint64_t kGroups = 16, kLoadedPerGroup = 200;
 
 Key QueueKey(uint64_t g, uint64_t seq) { return MakeKey(kQueueTable, g << 32 | seq); }
@@ -289,7 +293,6 @@ absl::Status DeleteInScanProcedure(TxnContext* ctx, std::string* result) {
 // range within one group of an ordered table, a registered range cover.
 // And no write while it visits.
 TEST(EngineScan, UncoveredScansAreRefused) {
-  constexpr uint32_t kScanArgType = 13, kDeleteInScanType = 14;
   ProcedureRegistry procs;
   ASSERT_TRUE(RegisterQueueProcedures(&procs).ok());
   ASSERT_TRUE(procs.Register(kScanArgType, "scan_arg", &ScanArgProcedure).ok());
@@ -340,6 +343,164 @@ TEST(EngineScan, UncoveredScansAreRefused) {
   r = without.Execute(t);
   EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
   EXPECT_NE(r.error().find("no key covers"), std::string::npos) << r.error();
+}
+
+// Pops off the front of group args[0] (a forward scan, then a Delete):
+// with the cover only in the read set, the scan is allowed, the Delete not.
+// (kPopType's procedure, on args' group.)
+absl::Status PopArgProcedure(TxnContext* ctx, std::string* result) {
+  const uint64_t g = Value(ctx->txn().args());
+  std::optional<Key> first;
+  absl::Status s = ctx->Scan(QueueKey(g, 0), QueueKey(g, 0xFFFFFFFF), false, [&](Key k, std::string_view) {
+    first = k;
+    return false;
+  });
+  if (!s.ok() || !first) return s;
+  return ctx->Delete(*first);
+}
+
+// Scans the (hash-indexed) cover table.
+absl::Status ScanHashTableProcedure(TxnContext* ctx, std::string* result) {
+  return ctx->Scan(CoverKey(0), CoverKey(kGroups), false, [](Key, std::string_view) { return true; });
+}
+
+// Scans group args[0] and, inside each visit, scans it again and then
+// tries to delete the visited row. The result is the Delete's status code:
+// the inner scan's end must not allow writes in the outer one's visit.
+absl::Status NestedScanDeleteProcedure(TxnContext* ctx, std::string* result) {
+  const uint64_t g = Value(ctx->txn().args());
+  absl::Status in_scan;
+  absl::Status s = ctx->Scan(QueueKey(g, 0), QueueKey(g, 5), false, [&](Key k, std::string_view) {
+    in_scan = ctx->Scan(QueueKey(g, 0), QueueKey(g, 1), false, [](Key, std::string_view) { return true; });
+    if (in_scan.ok()) in_scan = ctx->Delete(k);
+    return false;
+  });
+  if (!s.ok()) return s;
+  result->assign(absl::StatusCodeToString(in_scan.code()));
+  return absl::OkStatus();
+}
+
+constexpr uint32_t kPopArgType = 15, kScanHashType = 16, kNestedScanDeleteType = 17;
+
+absl::Status RegisterMisuseProcedures(ProcedureRegistry* procs) {
+  absl::Status s = RegisterQueueProcedures(procs);
+  if (s.ok()) s = procs->Register(kScanArgType, "scan_arg", &ScanArgProcedure);
+  if (s.ok()) s = procs->Register(kDeleteInScanType, "delete_in_scan", &DeleteInScanProcedure);
+  if (s.ok()) s = procs->Register(kPopArgType, "pop_arg", &PopArgProcedure);
+  if (s.ok()) s = procs->Register(kScanHashType, "scan_hash", &ScanHashTableProcedure);
+  if (s.ok()) s = procs->Register(kNestedScanDeleteType, "nested_scan_delete", &NestedScanDeleteProcedure);
+  return s;
+}
+
+// A txn of `type` on group args_group, declaring `reads` and `writes`
+// (cover keys), and what it must come to.
+struct MisuseCase {
+  uint32_t type;
+  uint64_t args_group;
+  std::vector<uint64_t> reads, writes;
+  pb::StatusCode status;
+  std::string error_has;  // in the error (aborted) or the result (committed)
+};
+
+std::vector<MisuseCase> MisuseCases() {
+  return {
+      {kScanArgType, 3, {3}, {}, pb::STATUS_OK, ""},                                   // covered by a read
+      {kScanArgType, 3, {}, {3}, pb::STATUS_OK, ""},                                   // covered by a write
+      {kScanArgType, 3, {4}, {}, pb::STATUS_ABORTED, "not in the txn's read or write set"},  // another cover
+      {kScanArgType, 3, {}, {4}, pb::STATUS_ABORTED, "not in the txn's read or write set"},  // (written)
+      {kDeleteInScanType, 3, {}, {3}, pb::STATUS_ABORTED, "while a Scan visits"},      // a write in a visit
+      {kPopArgType, 5, {5}, {}, pb::STATUS_ABORTED, "not in the txn's write set"},     // cover only read
+      {kPopArgType, 5, {}, {5}, pb::STATUS_OK, ""},                                    // cover written: pops
+      {kScanHashType, 0, {0}, {}, pb::STATUS_ABORTED, "is not ordered"},               // a hash table
+      {kNestedScanDeleteType, 6, {}, {6}, pb::STATUS_OK, "INVALID_ARGUMENT"},          // nested scans
+  };
+}
+
+// The scan checks of the engine's context (TxnExecutor::ExecContext), not
+// only the serial executor's: every misuse is refused by both, with the same
+// status and error, and the stores end equal.
+TEST(EngineScan, TheEngineRefusesUncoveredScansAndWritesInScansLikeTheSerialExecutor) {
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterMisuseProcedures(&procs).ok());
+  GroupPartitioner parts(1);
+  EngineOptions o;
+  o.workers = 2;
+  o.epoch_us = 200;
+  o.record_history = true;
+  auto engine = Engine::Create(o, &parts, &procs);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  ASSERT_TRUE(Load((*engine)->store(0), parts, 0).ok());
+  ResultCollector client;
+  const uint64_t client_id = (*engine)->RegisterClient(&client);
+  const std::vector<MisuseCase> cases = MisuseCases();
+  std::vector<pb::Txn> txns;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    pb::Txn t;
+    t.set_client_id(client_id);
+    t.set_client_seq(i);
+    t.set_type(cases[i].type);
+    t.set_args(std::string(Bytes(cases[i].args_group)));
+    for (uint64_t g : cases[i].reads) t.add_read_set(CoverKey(g));
+    for (uint64_t g : cases[i].writes) t.add_write_set(CoverKey(g));
+    txns.push_back(std::move(t));
+  }
+  ASSERT_TRUE((*engine)->Start().ok());
+  ASSERT_TRUE((*engine)->SubmitMany(&txns).ok());
+  ASSERT_TRUE((*engine)->Stop().ok());
+  ASSERT_EQ(client.count, static_cast<int>(cases.size()));
+
+  PartitionStore store;
+  ASSERT_TRUE(Load(&store, parts, 0).ok());
+  SerialExecutor serial(&parts, &procs, {&store});
+  size_t seen = 0;
+  for (const auto& batch : (*engine)->history()) {
+    for (const pb::Txn& t : batch->txns()) {
+      const MisuseCase& c = cases.at(t.client_seq());
+      const pb::TxnResult want = serial.Execute(t);
+      const pb::TxnResult& got = client.by_seq.at(t.client_seq());
+      EXPECT_EQ(got.status(), c.status) << "case " << t.client_seq() << ": " << got.error();
+      EXPECT_EQ(got.status(), want.status()) << "case " << t.client_seq() << ": " << got.error() << " / "
+                                             << want.error();
+      EXPECT_EQ(got.error(), want.error()) << "case " << t.client_seq();
+      EXPECT_EQ(got.result(), want.result()) << "case " << t.client_seq();
+      const std::string& text = c.status == pb::STATUS_OK ? got.result() : got.error();
+      EXPECT_NE(text.find(c.error_has), std::string::npos) << "case " << t.client_seq() << ": " << text;
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, cases.size());
+  EXPECT_EQ(store.Get(QueueKey(5, 0)), nullptr);  // the one pop that was allowed
+  EXPECT_NE(store.Get(QueueKey(6, 0)), nullptr);  // the nested scan's Delete was refused
+  EXPECT_EQ((*engine)->store(0)->Digest(), store.Digest());
+}
+
+// A scan takes IS on the partition and on the scanned table, as a covered
+// read does (the txn's declared keys are of the cover table only).
+TEST(EngineScan, AScanTakesIntentLocksOnItsTable) {
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterQueueProcedures(&procs).ok());
+  GroupPartitioner parts(1);
+  PartitionStore store;
+  ASSERT_TRUE(Load(&store, parts, 0).ok());
+  std::unique_ptr<IntentAgent> agent = store.intents().NewAgent();
+  TxnExecutor exec(0, &store, &parts, &procs, nullptr, nullptr);
+  pb::Txn t;
+  t.set_id(1);
+  t.set_type(kSumType);
+  t.add_read_set(CoverKey(3));
+  t.add_readers(0);
+  PartitionTxn st;
+  exec.Init(&st, &t, nullptr);
+  exec.AcquireIntents(&st, agent.get());
+  EXPECT_EQ(agent->used(IntentLockTable::TableLock(kQueueTable)), IntentMode::kNone);
+  exec.ReadLocal(&st);
+  pb::TxnResult reply;
+  ASSERT_TRUE(exec.Run(&st, &reply, agent.get()));
+  EXPECT_EQ(reply.status(), pb::STATUS_OK) << reply.error();
+  EXPECT_EQ(agent->used(IntentLockTable::kPartitionLock), IntentMode::kIS);
+  EXPECT_EQ(agent->used(IntentLockTable::TableLock(kQueueTable)), IntentMode::kIS);
+  agent->EndTxn();
+  agent->ReleaseAll();
 }
 
 std::vector<Case> Cases() {

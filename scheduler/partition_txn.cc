@@ -133,7 +133,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
 
   absl::Status Write(Key key, std::string_view value) override {
     absl::Status s = CheckWrite(key);
-    if (scanning_) s = WriteInScan();
+    if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
     if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, &value);
     if (!s.ok()) return s;
     store_->Prefetch(key);  // its bucket, for applying the write after the procedure
@@ -149,7 +149,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
 
   absl::Status Delete(Key key) override {
     absl::Status s = CheckWrite(key);
-    if (scanning_) s = WriteInScan();
+    if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
     if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, nullptr);
     if (!s.ok()) return s;
     BufferedWrite& w = Buffer(key);
@@ -182,12 +182,13 @@ class TxnExecutor::ExecContext final : public TxnContext {
     // multi-partition txn has no copy (see Read).
     if (partitioner_->PartitionOf(lo) != self_)
       return absl::FailedPreconditionError(absl::StrCat("scanned range [", lo, ", ", hi, "] is not on this partition"));
+    IntentToRead(agent_, lo);  // IS on the partition and the table, as a covered read takes
     std::vector<OwnWrite> own;
     for (const BufferedWrite& w : st_->writes)
       if (w.key >= lo && w.key <= hi) own.push_back(OwnWrite{w.key, std::string_view(w.value, w.size), w.erase});
-    scanning_ = true;
+    ++scan_depth_;  // a depth: a visit may scan again
     ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
-    scanning_ = false;
+    --scan_depth_;
     return absl::OkStatus();
   }
 
@@ -259,7 +260,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   IntentAgent* const agent_;
   mutable bool has_write_cover_ = false;
   mutable Key write_cover_ = 0;
-  bool scanning_ = false;  // inside Scan's visits: no Write or Delete
+  int scan_depth_ = 0;  // Scans whose visits run now (nested ones too): no Write or Delete
 };
 
 void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<const void> owner) const {

@@ -73,7 +73,9 @@ void ScanWithOwnWrites(const Table& table, Key lo, Key hi, bool reverse, std::ve
 }
 
 absl::Status WriteInScan() {
-  return absl::FailedPreconditionError("Write or Delete while a Scan visits: write after the scan");
+  // Not FailedPrecondition, which procedures take for "another partition's
+  // key: skip it": this is a bug in the procedure and must abort the txn.
+  return absl::InvalidArgumentError("Write or Delete while a Scan visits: write after the scan");
 }
 
 std::string_view ProcedureRegistry::NameOf(uint32_t type) const {

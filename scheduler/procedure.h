@@ -59,9 +59,10 @@ class TxnContext {
   // scan sees what it would see in a serial execution. InvalidArgument if
   // it is not, if lo > hi or the keys are of two tables, or if the table is
   // not ordered; FailedPrecondition on an executor of another partition
-  // than the range's (as for a covered read, see below). visit may Read,
-  // but a Write or Delete while a scan runs fails with FailedPrecondition
-  // (collect what to write, then write after the scan).
+  // than the range's (as for a covered read, see below). visit may Read and
+  // Scan again, but a Write or Delete while any scan's visit runs fails with
+  // InvalidArgument, a bug in the procedure that aborts the txn (collect
+  // what to write, then write after the scan).
   virtual absl::Status Scan(Key lo, Key hi, bool reverse,
                             absl::FunctionRef<bool(Key key, std::string_view value)> visit) = 0;
 };
@@ -117,7 +118,7 @@ struct OwnWrite {
 void ScanWithOwnWrites(const Table& table, Key lo, Key hi, bool reverse, std::vector<OwnWrite>* own,
                        absl::FunctionRef<bool(Key key, std::string_view value)> visit);
 // For TxnContext implementations: Write's and Delete's error while a Scan
-// visits (FailedPrecondition).
+// visits (InvalidArgument).
 absl::Status WriteInScan();
 
 // result: what the client receives on commit.

@@ -40,7 +40,7 @@ class SerialContext final : public TxnContext {
 
   absl::Status Write(Key key, std::string_view value) override {
     absl::Status s = CheckWrite(key);
-    if (scanning_) s = WriteInScan();
+    if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
     if (s.ok()) s = CheckWriteTarget(stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)), key, &value);
     if (!s.ok()) return s;
     BufferedWrite& w = Buffer(key);
@@ -51,7 +51,7 @@ class SerialContext final : public TxnContext {
 
   absl::Status Delete(Key key) override {
     absl::Status s = CheckWrite(key);
-    if (scanning_) s = WriteInScan();
+    if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
     if (s.ok()) s = CheckWriteTarget(stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)), key, nullptr);
     if (!s.ok()) return s;
     BufferedWrite& w = Buffer(key);
@@ -81,9 +81,9 @@ class SerialContext final : public TxnContext {
     std::vector<OwnWrite> own;
     for (const BufferedWrite& w : writes_)
       if (w.key >= lo && w.key <= hi) own.push_back(OwnWrite{w.key, w.value, w.erase});
-    scanning_ = true;
+    ++scan_depth_;  // a depth: a visit may scan again
     ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
-    scanning_ = false;
+    --scan_depth_;
     return absl::OkStatus();
   }
 
@@ -141,7 +141,7 @@ class SerialContext final : public TxnContext {
   std::vector<Key> reads_, declared_writes_;  // sorted
   std::vector<BufferedWrite> writes_;
   absl::flat_hash_map<Key, size_t> write_index_;
-  bool scanning_ = false;  // inside Scan's visits: no Write or Delete
+  int scan_depth_ = 0;  // Scans whose visits run now (nested ones too): no Write or Delete
 };
 
 }  // namespace
