@@ -433,6 +433,22 @@ TEST_F(ProceduresTest, PaymentUpdatesBalancesAndInsertsHistory) {
   EXPECT_FALSE(db_.Has(HistoryKey(1, 4, 0)));
 }
 
+// A district whose HISTORY holds seq 2^32 - 1: the next seq does not fit
+// HistoryKey's 32 bits (it would wrap to seq 0 and overwrite that row), so
+// Payment aborts and changes nothing.
+TEST_F(ProceduresTest, PaymentRefusesAHistorySeqPast32Bits) {
+  Ok<tp::PaymentResult>(db_.Run(PaymentTxn(&db_, 1, 3, 1, 3, 1, 100)));  // seq 0
+  HistoryRow last = db_.Get<HistoryRow>(HistoryKey(1, 3, 0));
+  last.amount = 7;
+  db_.Put(HistoryKey(1, 3, 0xFFFFFFFFu), last);
+  const std::vector<uint64_t> before = db_.Digests();
+  const pb::TxnResult r = db_.Run(PaymentTxn(&db_, 1, 3, 1, 3, 3, 200));
+  EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
+  EXPECT_NE(r.error().find("HISTORY of 1/3 is full"), std::string::npos) << r.error();
+  EXPECT_EQ(db_.Get<HistoryRow>(HistoryKey(1, 3, 0)).amount, 100);
+  EXPECT_EQ(db_.Digests(), before);
+}
+
 TEST_F(ProceduresTest, PaymentOfABadCreditCustomerPrependsToCData) {
   const auto r = Ok<tp::PaymentResult>(db_.Run(PaymentTxn(&db_, 1, 2, 1, 7, 2, 50005)));
   EXPECT_EQ(r.c_credit(), "BC");
@@ -976,6 +992,44 @@ TEST(ProceduresWithGenerator, GeneratedTxnsCommitExceptRollbacks) {
   EXPECT_EQ(w_ytd, paid);
   EXPECT_EQ(d_ytd, paid);
   for (const auto& [key, bytes] : static_rows) EXPECT_EQ(db.Raw(key), bytes) << "static row " << key << " changed";
+}
+
+// RangeCover is the one determinism rule no runtime check catches if it is
+// too permissive: a range it accepts must lie within one district of one
+// covered table, and its cover must be that district's KeyCover.
+TEST(TpccRangeCover, OneDistrictOfOneCoveredTableOnly) {
+  Key cover = 0;
+  struct Range {
+    Key lo, hi, cover;
+  };
+  const Range ok[] = {
+      {FirstHistoryKey(2, 3), LastHistoryKey(2, 3), DistrictYtdKey(2, 3)},
+      {FirstNewOrderKey(2, 3), LastNewOrderKey(2, 3), DistrictNextKey(2, 3)},
+      {OrderKey(2, 3, 1), OrderKey(2, 3, 20), DistrictNextKey(2, 3)},
+      {FirstOrderLineKey(2, 10, 5), LastOrderLineKey(2, 10, 25), DistrictNextKey(2, 10)},
+      {CustomerLastOrderKey(7, 1, 1), CustomerLastOrderKey(7, 1, 3000), DistrictNextKey(7, 1)},
+      {OrderKey(2, 3, 9), OrderKey(2, 3, 9), DistrictNextKey(2, 3)},  // one key
+  };
+  for (const Range& r : ok) {
+    ASSERT_TRUE(RangeCover(r.lo, r.hi, &cover)) << r.lo << ".." << r.hi;
+    EXPECT_EQ(cover, r.cover);
+    EXPECT_EQ(Cover(r.lo), cover);
+    EXPECT_EQ(Cover(r.hi), cover);
+  }
+  const std::pair<Key, Key> refused[] = {
+      {OrderKey(2, 3, 1), OrderKey(2, 4, 1)},                      // two districts
+      {LastNewOrderKey(2, 10), FirstNewOrderKey(3, 1)},            // two warehouses
+      {FirstHistoryKey(2, 3), LastHistoryKey(3, 3)},               // same district number, two warehouses
+      {OrderKey(2, 3, 1), NewOrderKey(2, 3, 1)},                   // two tables
+      {NewOrderKey(2, 3, 1), OrderLineKey(2, 3, 1, 1)},            // two tables
+      {CustomerKey(2, 3, 1), CustomerKey(2, 3, 100)},              // CUSTOMER: not covered
+      {StockKey(2, 1), StockKey(2, 100)},                          // STOCK: not covered
+      {ItemKey(1), ItemKey(100)},                                  // ITEM: not covered
+      {DistrictNextKey(2, 1), DistrictNextKey(2, 10)},             // district-level rows
+      {DistrictYtdKey(2, 3), DistrictYtdKey(2, 3)},                // a cover itself
+      {WarehouseKey(1), WarehouseKey(2)},                          // warehouse-level rows
+  };
+  for (const auto& [lo, hi] : refused) EXPECT_FALSE(RangeCover(lo, hi, &cover)) << lo << ".." << hi;
 }
 
 }  // namespace
