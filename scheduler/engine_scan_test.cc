@@ -474,6 +474,36 @@ TEST(EngineScan, TheEngineRefusesUncoveredScansAndWritesInScansLikeTheSerialExec
   EXPECT_EQ((*engine)->store(0)->Digest(), store.Digest());
 }
 
+// A txn that declares a covered key itself (not its cover) is refused
+// before it is sequenced: its lock on the key would not keep out a scan
+// that holds the cover, which would then see its insert or not depending on
+// timing (REVIEW.md finding 4).
+TEST(EngineScan, DeclaringACoveredKeyInsteadOfItsCoverIsRefused) {
+  ProcedureRegistry procs;
+  ASSERT_TRUE(RegisterQueueProcedures(&procs).ok());
+  GroupPartitioner parts(1);
+  auto engine = Engine::Create(EngineOptions(), &parts, &procs);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  ASSERT_TRUE(Load((*engine)->store(0), parts, 0).ok());
+  ResultCollector client;
+  pb::Txn t;
+  t.set_client_id((*engine)->RegisterClient(&client));
+  t.set_type(kAppendType);
+  t.add_write_set(CoverKey(3));
+  EXPECT_TRUE((*engine)->Check(t).ok()) << (*engine)->Check(t);
+  for (bool write : {true, false}) {
+    pb::Txn bad = t;
+    if (write) {
+      bad.add_write_set(QueueKey(3, 999));
+    } else {
+      bad.add_read_set(QueueKey(4, 0));
+    }
+    const absl::Status s = (*engine)->Check(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_NE(s.message().find("declare the cover"), std::string::npos) << s;
+  }
+}
+
 // A scan takes IS on the partition and on the scanned table, as a covered
 // read does (the txn's declared keys are of the cover table only).
 TEST(EngineScan, AScanTakesIntentLocksOnItsTable) {

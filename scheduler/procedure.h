@@ -81,7 +81,10 @@ class TxnContext {
 // skip work whose writes would not be applied there anyway, provided its
 // outcome and result do not depend on it (TPC-C's Payment of a remote
 // customer skips the HISTORY insert on the customer's partition). Every txn
-// touching a covered key must lock its cover.
+// touching a covered key must lock its cover, and only the cover: the engine
+// refuses a txn that declares a covered key itself (Engine::Validate), whose
+// lock would not keep out the txns that hold the cover (a scan of the
+// cover's range would see its write or not, depending on timing).
 using KeyCover = Key (*)(Key key);
 
 // Covered ranges, for TxnContext::Scan: true, with *cover set, if one key's
