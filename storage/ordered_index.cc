@@ -90,7 +90,22 @@ void OrderedIndex::RetireAll() {
     for (uint32_t i = 0; i <= c; ++i) todo.push_back(in->children[i].load(std::memory_order_relaxed));
   }
   root_.store(NewLeaf(), std::memory_order_release);
-  for (Node* n : all) Retire(n);
+  // A hint taken before the clear must fail (InsertAtHint checks
+  // `unlinked` and the version), as for a leaf an erase unlinked.
+  uint64_t leaves = 0, inners = 0;
+  for (Node* n : all) {
+    if (n->leaf) {
+      ++leaves;
+      static_cast<Leaf*>(n)->unlinked.store(true, std::memory_order_release);
+    } else {
+      ++inners;
+    }
+    n->version.fetch_add(2, std::memory_order_release);
+  }
+  leaves_.fetch_sub(static_cast<int64_t>(leaves), std::memory_order_relaxed);
+  inners_.fetch_sub(static_cast<int64_t>(inners), std::memory_order_relaxed);
+  std::lock_guard<std::mutex> l(retired_mu_);
+  retired_.insert(retired_.end(), all.begin(), all.end());
 }
 
 std::vector<void*> OrderedIndex::TakeRetired() {
