@@ -26,6 +26,60 @@ void AdmissionController::SetWindow(uint64_t w) {
   resume_gap_ = std::max<uint64_t>(1, w / 8);
   gen_admitted_ = gen_blocked_ = 0;
   gen_bound_ = gen_input_ran_out_ = false;
+  shrink_wanted_ = false;
+}
+
+void AdmissionController::ResetProbe(uint64_t now_us) {
+  ProbeState& p = probe_;
+  p.started = true;
+  p.trial = false;
+  p.start_us = now_us;
+  p.released = p.admitted = 0;
+  p.best_window = 0;
+  p.best_rate = 0;
+}
+
+void AdmissionController::Probe(const AdmissionSignals& s) {
+  ProbeState& p = probe_;
+  if (!p.started) ResetProbe(s.now_us);
+  p.released += s.released;
+  p.admitted += s.admitted;
+  const uint64_t elapsed = s.now_us > p.start_us ? s.now_us - p.start_us : 0;
+  // A period, as when climbing: long enough to average out wake-ups and
+  // time slices, and a whole generation.
+  if (elapsed < kClimbPeriodUs || p.admitted < window_) return;
+  const double rate = static_cast<double>(p.released) / static_cast<double>(elapsed);
+  p.start_us = s.now_us;
+  p.released = p.admitted = 0;
+  if (p.trial) {
+    p.trial = false;
+    if (rate < 0.97 * p.best_rate) {  // the smaller window is slower: back
+      ++shrinks_undone_;
+      const uint64_t back = p.best_window;
+      p.best_window = 0;  // measured again there before the next trial
+      p.best_rate = 0;
+      p.hold = p.backoff;
+      p.backoff = std::min(2 * p.backoff, kMaxHoldPeriods);
+      SetWindow(back);
+      return;
+    }
+    p.backoff = 1;
+  }
+  // The best: the highest rate, and of equal ones the smaller window.
+  if (p.best_window == 0 || rate >= p.best_rate) {
+    p.best_window = window_;
+    p.best_rate = rate;
+  }
+  if (p.hold > 0) {
+    --p.hold;
+    return;
+  }
+  if (!shrink_wanted_) return;
+  const uint64_t next = std::max(min_, window_ > shrink_step_ ? window_ - shrink_step_ : 0);
+  if (next == window_) return;
+  ++shrinks_;
+  SetWindow(next);
+  p.trial = true;
 }
 
 uint64_t AdmissionController::Larger() const {
@@ -92,6 +146,7 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
   if (climb_.phase != Phase::kOff) {
     Climb(s);
     if (climb_.phase != Phase::kOff) return;
+    ResetProbe(s.now_us);  // back to the plain rules: a new descent
   }
   gen_admitted_ += s.admitted;
   gen_blocked_ += s.blocked;
@@ -104,21 +159,23 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
     const uint64_t next = Larger();
     if (next != window_) ++grows_;
     SetWindow(next);
+    ResetProbe(s.now_us);
     return;
   }
   gen_bound_ |= s.window_bound;
   gen_input_ran_out_ |= s.input_ran_out;
-  if (gen_admitted_ < window_) return;
-  if (gen_bound_ && !gen_input_ran_out_) {
-    const bool mostly_blocked = 2 * gen_blocked_ > gen_admitted_;
-    const uint64_t step = std::max<uint64_t>(1, mostly_blocked ? window_ / 4 : window_ / 16);
-    const uint64_t next = std::max(min_, window_ > step ? window_ - step : 0);
-    if (next != window_) ++shrinks_;
-    SetWindow(next);
-    return;
+  if (gen_admitted_ >= window_) {
+    // A whole generation: it asks for a shrink if the window bound in it
+    // and the lock thread never ran out of input; the last one decides.
+    shrink_wanted_ = gen_bound_ && !gen_input_ran_out_;
+    if (shrink_wanted_) {
+      const bool mostly_blocked = 2 * gen_blocked_ > gen_admitted_;
+      shrink_step_ = std::max<uint64_t>(1, mostly_blocked ? window_ / 4 : window_ / 16);
+    }
+    gen_admitted_ = gen_blocked_ = 0;
+    gen_bound_ = gen_input_ran_out_ = false;
   }
-  gen_admitted_ = gen_blocked_ = 0;
-  gen_bound_ = gen_input_ran_out_ = false;
+  Probe(s);
 }
 
 }  // namespace detdb

@@ -14,8 +14,9 @@
 //   txn admitted since the window last changed blocked: then more window
 //   would add only blocked txns (a serial chain: one hot record written by
 //   every txn), so it does not grow;
-// - it shrinks when a whole generation (as many admissions as the window)
-//   passed with the window binding and no worker starving: the active txns
+// - it shrinks (a trial, validated by the release rate: below) when a whole
+//   generation (as many admissions as the window) passed with the window
+//   binding and no worker starving: the active txns
 //   beyond what keeps the workers fed are lock state that adds no runnable
 //   txn they need. By 1/16 a generation, by 1/4 when most of the
 //   generation's admissions blocked (the lock state grew, the runnable set
@@ -25,8 +26,27 @@
 //   smaller one only makes the lock thread sleep and be woken more often
 //   (TPC-C's closed loop of 200 txns: the window came down to its minimum
 //   and every couple of releases woke the lock thread; ~18% lower).
-// The result is the smallest window at which the workers are just fed,
-// probed continually (slow multiplicative decrease, fast increase).
+// The result is the smallest window at which the workers are just fed and
+// the release rate is no lower than at a larger one, probed continually
+// (slow multiplicative decrease, one step a period, fast increase).
+//
+// Every shrink is validated by the release rate, as the climb below does:
+// "the workers were fed" is seen only when a worker finds the ready queue
+// empty with the window full, so it misses the cost of a small window that
+// shows elsewhere: the lock thread asleep until a worker frees a slot and
+// wakes it, workers waiting for that wake-up (dclp, 1 worker, contention
+// 0.1: the window went down to 8 and ran at 277K txns/s on 1.3 busy cores,
+// against 416K on 1.9 at a fixed 256). So a shrink the rules above call
+// for is a trial: the controller measures the release rate over a period
+// (at least kClimbPeriodUs and one generation) at the current window, then
+// at the smaller one, and keeps the smaller window only if its rate is not
+// 3% below the best rate measured since the descent began (the best, not
+// the previous step's: a run of small steps each within 3% could otherwise
+// walk the window down any slope). Otherwise it goes back to the window of
+// that best rate and waits before the next trial: one period after the
+// first undo, doubling with every undo in a row up to kMaxHoldPeriods, so
+// that at the knee it spends a small share of its time in trials. Growth
+// on starvation stays immediate and starts a new descent.
 //
 // Starvation explained by parked txns (multi-partition txns waiting for
 // other partitions' reads: at least a quarter of the window parked) says
@@ -102,9 +122,16 @@ class AdmissionController {
   bool climbing() const { return climb_.phase != Phase::kOff; }
   uint64_t climbs_kept() const { return climbs_kept_; }
   uint64_t climbs_undone() const { return climbs_undone_; }
+  // Trial shrinks undone because the release rate fell (counted in shrinks()
+  // too), and whether a trial shrink is being measured now.
+  uint64_t shrinks_undone() const { return shrinks_undone_; }
+  bool trying_shrink() const { return probe_.trial; }
 
-  // A climbing period lasts at least this long (and one generation).
+  // A climbing or shrink-trial period lasts at least this long (and one
+  // generation).
   static constexpr uint64_t kClimbPeriodUs = 20000;
+  // The longest wait, in periods, between shrink trials after undone ones.
+  static constexpr uint64_t kMaxHoldPeriods = 32;
 
  private:
   enum class Phase { kOff, kBase, kTrial };
@@ -112,6 +139,12 @@ class AdmissionController {
   // Starts climbing from the current window; the next period measures it.
   void StartClimb(const AdmissionSignals& s);
   void Climb(const AdmissionSignals& s);
+  // A new descent from the current window: nothing measured yet, the
+  // period starts at `now_us`.
+  void ResetProbe(uint64_t now_us);
+  // Counts the round into the current period; at its end measures the rate
+  // and starts, keeps or undoes a trial shrink.
+  void Probe(const AdmissionSignals& s);
   uint64_t Larger() const;
   uint64_t Smaller() const;
 
@@ -137,6 +170,22 @@ class AdmissionController {
     uint64_t parked_sum = 0, samples = 0; // parked, summed over its Adjusts
   } climb_;
   uint64_t climbs_kept_ = 0, climbs_undone_ = 0;
+  // Validated shrinking (see the file comment). A completed generation asks
+  // for a shrink (shrink_wanted_, by shrink_step_); the next period's end
+  // tries it.
+  bool shrink_wanted_ = false;
+  uint64_t shrink_step_ = 1;
+  struct ProbeState {
+    bool started = false;        // start_us is set
+    bool trial = false;          // the current period measures a trial shrink
+    uint64_t start_us = 0;       // the current period's start
+    uint64_t released = 0, admitted = 0;  // in the current period
+    uint64_t best_window = 0;    // 0: nothing measured in this descent
+    double best_rate = 0;        // the best release rate of the descent (txns per us)
+    uint64_t hold = 0;           // periods to wait before the next trial
+    uint64_t backoff = 1;        // the hold after the next undo
+  } probe_;
+  uint64_t shrinks_undone_ = 0;
 };
 
 }  // namespace detdb

@@ -7,16 +7,27 @@
 namespace detdb {
 namespace {
 
-AdmissionSignals Starved() { return {.starved = 1, .window_bound = true}; }
+// The runner's clock in these tests. A shrink is a trial measured over a
+// period (AdmissionController::kClimbPeriodUs): Tick() lets one pass with
+// releases at a flat rate, whatever the window (so every trial is kept).
+uint64_t now_us = 0;
+void Tick(AdmissionController* c) {
+  now_us += AdmissionController::kClimbPeriodUs;
+  c->Adjust({.released = 1000, .now_us = now_us});
+}
+
+AdmissionSignals Starved() { return {.starved = 1, .window_bound = true, .now_us = now_us}; }
 // A round that admitted n txns, `blocked` of them not granted at once, and
 // stopped at the window.
 AdmissionSignals Round(uint64_t n, uint64_t blocked) {
-  return {.admitted = n, .blocked = blocked, .window_bound = true};
+  return {.admitted = n, .blocked = blocked, .window_bound = true, .now_us = now_us};
 }
-// Feeds one whole generation (window() admissions) in rounds of 8.
+// Feeds one whole generation (window() admissions) in rounds of 8, then a
+// period passes.
 void Generation(AdmissionController* c, bool mostly_blocked) {
   const uint64_t w = c->window();
   for (uint64_t n = 0; n < w; n += 8) c->Adjust(Round(8, mostly_blocked ? 7 : 0));
+  Tick(c);
 }
 
 TEST(Admission, FixedWindowIsTheCap) {
@@ -95,10 +106,11 @@ void ExpectSettles(uint64_t need, uint32_t cap) {
   uint64_t lo = UINT64_MAX, hi = 0;
   for (int i = 0; i < 20000; ++i) {
     if (c.window() < need) {
-      c.Adjust({.starved = 1, .admitted = 8, .blocked = 2, .window_bound = true});
+      c.Adjust({.starved = 1, .admitted = 8, .blocked = 2, .window_bound = true, .now_us = now_us});
     } else {
       c.Adjust(Round(8, 2));
     }
+    if (i % 8 == 7) Tick(&c);
     if (i > 15000) {
       lo = std::min(lo, c.window());
       hi = std::max(hi, c.window());
@@ -125,7 +137,10 @@ TEST(Admission, SerialChainDoesNotGrowTheWindow) {
   // workers starve whatever the window, and every admission blocks. More
   // window would only add blocked txns: it shrinks to the minimum instead.
   AdmissionController c({.workers = 2, .max_active = 2000});
-  for (int i = 0; i < 5000; ++i) c.Adjust({.starved = 1, .admitted = 8, .blocked = 8, .window_bound = true});
+  for (int i = 0; i < 5000; ++i) {
+    c.Adjust({.starved = 1, .admitted = 8, .blocked = 8, .window_bound = true, .now_us = now_us});
+    if (i % 8 == 7) Tick(&c);
+  }
   EXPECT_EQ(c.window(), c.min_window());
   EXPECT_EQ(c.grows(), 0u);
 }
@@ -138,7 +153,8 @@ TEST(Admission, StarvingBetweenEpochsDoesNotStopShrinking) {
   ASSERT_EQ(c.window(), 2000u);
   for (int epoch = 0; epoch < 400; ++epoch) {
     for (int r = 0; r < 50; ++r) c.Adjust(Round(8, 1));
-    c.Adjust({.starved = 3, .window_bound = false});
+    c.Adjust({.starved = 3, .window_bound = false, .now_us = now_us});
+    Tick(&c);
   }
   EXPECT_LT(c.window(), 200u);
 }
@@ -151,8 +167,9 @@ TEST(Admission, NoShrinkWhileTheLockThreadRunsOutOfInput) {
   AdmissionController c({.workers = 2, .max_active = 2000});
   const uint64_t start = c.window();
   for (int g = 0; g < 100; ++g) {
-    c.Adjust({.admitted = 4, .blocked = 3, .input_ran_out = true});
+    c.Adjust({.admitted = 4, .blocked = 3, .input_ran_out = true, .now_us = now_us});
     for (uint64_t n = 0; n < start; n += 8) c.Adjust(Round(8, 7));
+    Tick(&c);
   }
   EXPECT_EQ(c.window(), start);
   EXPECT_EQ(c.shrinks(), 0u);
@@ -180,6 +197,84 @@ TEST(Admission, UnboundedCapAndTinyCap) {
   EXPECT_EQ(tiny.min_window(), 3u);
   Generation(&tiny, true);
   EXPECT_EQ(tiny.window(), 3u);
+}
+
+// A single-partition workload whose workers are fed at every window (no
+// starvation, the window binding): one period of it, releases at
+// `rate(window)` txns per us.
+template <typename Rate>
+void FedPeriod(AdmissionController* c, Rate rate) {
+  const uint64_t w = c->window();
+  for (uint64_t n = 0; n < w; n += 8) c->Adjust(Round(8, 1));
+  now_us += AdmissionController::kClimbPeriodUs;
+  c->Adjust({.window_bound = true,
+             .released = static_cast<uint64_t>(rate(w) * static_cast<double>(AdmissionController::kClimbPeriodUs)),
+             .now_us = now_us});
+}
+
+TEST(Admission, ShrinkThatLowersTheReleaseRateIsUndone) {
+  // The workers never starve, yet below 64 the lock thread sleeps and is
+  // woken so often that fewer txns finish (dclp, 1 worker): the window
+  // must not shrink below 64 for long.
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  ASSERT_EQ(c.window(), 64u);
+  auto rate = [](uint64_t w) { return 0.4 * static_cast<double>(std::min<uint64_t>(w, 64)) / 64.0; };
+  uint64_t at_64 = 0;
+  for (int i = 0; i < 400; ++i) {
+    FedPeriod(&c, rate);
+    EXPECT_GE(c.window(), 60u) << "one trial step below at most, period " << i;
+    if (c.window() == 64) ++at_64;
+  }
+  EXPECT_GT(c.shrinks_undone(), 0u);
+  EXPECT_GT(at_64, 360u) << "trials are a small share of the time";
+}
+
+TEST(Admission, ShrinksWhileTheRateHoldsAndStopsAtTheKnee) {
+  // The rate is flat down to 24 and falls below it: the window comes down
+  // from 64 and stays near 24.
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  auto rate = [](uint64_t w) { return 0.4 * static_cast<double>(std::min<uint64_t>(w, 24)) / 24.0; };
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int i = 0; i < 600; ++i) {
+    FedPeriod(&c, rate);
+    if (i >= 300) {
+      lo = std::min(lo, c.window());
+      hi = std::max(hi, c.window());
+    }
+  }
+  EXPECT_GE(lo, 24u - 24u / 16 - 1);
+  EXPECT_LE(hi, 24u + 24u / 3) << "it came down to the knee";
+  EXPECT_GT(c.shrinks(), 5u);
+  EXPECT_GT(c.shrinks_undone(), 0u);
+}
+
+TEST(Admission, SmallStepsDoNotWalkDownASlope) {
+  // Each 1/16 step costs ~1.5% of the rate, less than the 3% a trial may
+  // lose: compared with the previous step, every trial would pass and the
+  // window would reach the minimum at 80% of the rate. Compared with the
+  // best rate of the descent, it stops within 3% of it.
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  auto rate = [](uint64_t w) { return 0.4 * (0.75 + 0.25 * static_cast<double>(std::min<uint64_t>(w, 64)) / 64.0); };
+  for (int i = 0; i < 400; ++i) {
+    FedPeriod(&c, rate);
+    EXPECT_GE(rate(c.window()), 0.95 * rate(64)) << "period " << i << ", window " << c.window();
+  }
+  EXPECT_GT(c.shrinks_undone(), 0u);
+}
+
+TEST(Admission, UndoneTrialsBackOff) {
+  // At the knee every trial is undone: they come ever more rarely, at
+  // least once every kMaxHoldPeriods + 2 periods.
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  auto rate = [](uint64_t w) { return 0.4 * static_cast<double>(std::min<uint64_t>(w, 64)) / 64.0; };
+  for (int i = 0; i < 600; ++i) FedPeriod(&c, rate);
+  const uint64_t undone = c.shrinks_undone();
+  EXPECT_GE(undone, 600u / (AdmissionController::kMaxHoldPeriods + 2));
+  EXPECT_LE(undone, 30u) << "one trial every other period would be 300";
+  // A starvation grows the window at once, whatever the hold.
+  const uint64_t w = c.window();
+  c.Adjust({.starved = 1, .window_bound = true, .now_us = now_us});
+  EXPECT_GT(c.window(), w);
 }
 
 // Multi-partition txns parked for remote reads: one climbing period of the
