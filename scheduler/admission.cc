@@ -37,6 +37,8 @@ void AdmissionController::ResetProbe(uint64_t now_us) {
   p.released = p.admitted = 0;
   p.best_window = 0;
   p.best_rate = 0;
+  p.grow_trial = false;
+  p.bound = false;
 }
 
 void AdmissionController::Probe(const AdmissionSignals& s) {
@@ -44,6 +46,7 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
   if (!p.started) ResetProbe(s.now_us);
   p.released += s.released;
   p.admitted += s.admitted;
+  p.bound |= s.window_bound;
   const uint64_t elapsed = s.now_us > p.start_us ? s.now_us - p.start_us : 0;
   // A period, as when climbing: long enough to average out wake-ups and
   // time slices, and a whole generation.
@@ -51,6 +54,26 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
   const double rate = static_cast<double>(p.released) / static_cast<double>(elapsed);
   p.start_us = s.now_us;
   p.released = p.admitted = 0;
+  const bool bound = p.bound;
+  p.bound = false;
+  if (p.grow_hold > 0) --p.grow_hold;
+  if (p.grow_trial) {
+    p.grow_trial = false;
+    // A growth on starvation may cost 3%; a probe up must not be slower.
+    if (rate < (p.grow_probe ? 1.0 : 0.97) * p.pre_grow_rate) {  // slower: back
+      ++grows_undone_;
+      if (!p.grow_probe) {
+        p.grow_hold = p.grow_backoff;
+        p.grow_backoff = std::min(2 * p.grow_backoff, kMaxHoldPeriods);
+      }
+      SetWindow(p.pre_grow_window);
+      ResetProbe(s.now_us);
+      return;
+    }
+    if (!p.grow_probe) p.grow_backoff = 1;
+  }
+  p.last_window = window_;
+  p.last_rate = rate;
   if (p.trial) {
     p.trial = false;
     if (rate < 0.97 * p.best_rate) {  // the smaller window is slower: back
@@ -60,6 +83,7 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
       p.best_rate = 0;
       p.hold = p.backoff;
       p.backoff = std::min(2 * p.backoff, kMaxHoldPeriods);
+      p.up = true;  // the next trial: one step up (the descent may have gone too far)
       SetWindow(back);
       return;
     }
@@ -73,6 +97,23 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
   if (p.hold > 0) {
     --p.hold;
     return;
+  }
+  if (p.up) {
+    // Noise can keep a trial that was in fact slower, and nothing else
+    // would bring the window back up: probe one step up, kept only if not
+    // slower; then descend again.
+    p.up = false;
+    const uint64_t next = Larger();
+    if (bound && next != window_) {
+      ++grows_;
+      const uint64_t from = window_;
+      SetWindow(next);
+      ResetProbe(s.now_us);
+      p.grow_trial = p.grow_probe = true;
+      p.pre_grow_window = from;
+      p.pre_grow_rate = rate;
+      return;
+    }
   }
   if (!shrink_wanted_) return;
   const uint64_t next = std::max(min_, window_ > shrink_step_ ? window_ - shrink_step_ : 0);
@@ -156,10 +197,31 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
       StartClimb(s);
       return;
     }
+    ProbeState& p = probe_;
+    if (p.grow_hold > 0) {
+      // A growth was undone lately: starvation alone is no reason to grow,
+      // nor is a starving generation a reason to shrink.
+      SetWindow(window_);
+      Probe(s);
+      return;
+    }
     const uint64_t next = Larger();
-    if (next != window_) ++grows_;
+    if (next == window_) {  // at the cap
+      SetWindow(next);
+      return;
+    }
+    ++grows_;
+    // Checked against the rate of the window it grows from (if measured);
+    // a run of growths in one period is one trial.
+    const bool checked = p.grow_trial;
+    const uint64_t from = p.grow_trial ? p.pre_grow_window : window_;
+    const double from_rate = p.grow_trial ? p.pre_grow_rate : (p.last_window == window_ ? p.last_rate : 0);
     SetWindow(next);
     ResetProbe(s.now_us);
+    p.grow_trial = checked || from_rate > 0;
+    p.grow_probe = false;
+    p.pre_grow_window = from;
+    p.pre_grow_rate = from_rate;
     return;
   }
   gen_bound_ |= s.window_bound;

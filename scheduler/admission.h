@@ -45,8 +45,20 @@
 // walk the window down any slope). Otherwise it goes back to the window of
 // that best rate and waits before the next trial: one period after the
 // first undo, doubling with every undo in a row up to kMaxHoldPeriods, so
-// that at the knee it spends a small share of its time in trials. Growth
-// on starvation stays immediate and starts a new descent.
+// that at the knee it spends a small share of its time in trials. The
+// trial after an undone shrink is a probe one step up (by half), kept only
+// if not slower: on a loaded host a 20 ms period is noisy, and a shrink
+// kept by luck would otherwise never be corrected, so the window would
+// ratchet down past the knee; with the probe it hovers just above it. Growth
+// on starvation stays immediate and starts a new descent, but is checked
+// the same way once a rate was measured at the window it grew from: if
+// the first period after it is 3% slower than the last one before, the
+// window goes back and starvation grows it again only after a hold (same
+// doubling). Without that, growth at once and shrinking a period at a
+// time ratchet the window up: on a loaded host a descheduled lock thread
+// starves the worker now and then, and dclp (1 worker, contention 0.1)
+// went to a window of 870 with 99% of its admissions blocked and ran at
+// half the rate it has at 16-60.
 //
 // Starvation explained by parked txns (multi-partition txns waiting for
 // other partitions' reads: at least a quarter of the window parked) says
@@ -125,6 +137,8 @@ class AdmissionController {
   // Trial shrinks undone because the release rate fell (counted in shrinks()
   // too), and whether a trial shrink is being measured now.
   uint64_t shrinks_undone() const { return shrinks_undone_; }
+  // Growths undone because the release rate fell (counted in grows() too).
+  uint64_t grows_undone() const { return grows_undone_; }
   bool trying_shrink() const { return probe_.trial; }
 
   // A climbing or shrink-trial period lasts at least this long (and one
@@ -184,8 +198,19 @@ class AdmissionController {
     double best_rate = 0;        // the best release rate of the descent (txns per us)
     uint64_t hold = 0;           // periods to wait before the next trial
     uint64_t backoff = 1;        // the hold after the next undo
+    // The last whole period's rate and window, kept across ResetProbe.
+    uint64_t last_window = 0;
+    double last_rate = 0;
+    // A growth checked at the next period's end: the window and rate before.
+    bool grow_trial = false;
+    bool grow_probe = false;     // the growth is a probe up, not a starvation's
+    bool up = false;             // the next trial is a probe up (a shrink was undone)
+    bool bound = false;          // the window bound in the current period
+    uint64_t pre_grow_window = 0;
+    double pre_grow_rate = 0;
+    uint64_t grow_hold = 0, grow_backoff = 1;  // as hold and backoff, for growth
   } probe_;
-  uint64_t shrinks_undone_ = 0;
+  uint64_t shrinks_undone_ = 0, grows_undone_ = 0;
 };
 
 }  // namespace detdb
