@@ -54,13 +54,17 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
   const double rate = static_cast<double>(p.released) / static_cast<double>(elapsed);
   p.start_us = s.now_us;
   p.released = p.admitted = 0;
+  p.measured = true;
+  p.grew = false;
   const bool bound = p.bound;
   p.bound = false;
   if (p.grow_hold > 0) --p.grow_hold;
   if (p.grow_trial) {
     p.grow_trial = false;
-    // A growth on starvation may cost 3%; a probe up must not be slower.
-    if (rate < (p.grow_probe ? 1.0 : 0.97) * p.pre_grow_rate) {  // slower: back
+    // A growth on starvation may cost 3%; a probe up must be 5% faster, as
+    // a climb's step up (more lock state for nothing otherwise, and steps
+    // up by half kept on noise would ratchet the window up).
+    if (rate < (p.grow_probe ? 1.05 : 0.97) * p.pre_grow_rate) {  // back
       ++grows_undone_;
       if (!p.grow_probe) {
         p.grow_hold = p.grow_backoff;
@@ -100,8 +104,8 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
   }
   if (p.up) {
     // Noise can keep a trial that was in fact slower, and nothing else
-    // would bring the window back up: probe one step up, kept only if not
-    // slower; then descend again.
+    // would bring the window back up: probe one step up, kept only if 5%
+    // faster; then descend again.
     p.up = false;
     const uint64_t next = Larger();
     if (bound && next != window_) {
@@ -198,9 +202,18 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
       return;
     }
     ProbeState& p = probe_;
-    if (p.grow_hold > 0) {
-      // A growth was undone lately: starvation alone is no reason to grow,
-      // nor is a starving generation a reason to shrink.
+    if (p.trial) {  // a worker starved at a trial's smaller window: back
+      ++shrinks_undone_;
+      p.hold = p.backoff;
+      p.backoff = std::min(2 * p.backoff, kMaxHoldPeriods);
+      SetWindow(p.best_window);
+      ResetProbe(s.now_us);
+      return;
+    }
+    if (p.grow_hold > 0 || p.grow_trial || (p.measured && p.grew)) {
+      // A growth was undone lately, or one is being measured, or (once a
+      // rate was measured) one happened in this period: starvation alone is
+      // no reason to grow now, nor is a starving generation one to shrink.
       SetWindow(window_);
       Probe(s);
       return;
@@ -211,14 +224,13 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
       return;
     }
     ++grows_;
-    // Checked against the rate of the window it grows from (if measured);
-    // a run of growths in one period is one trial.
-    const bool checked = p.grow_trial;
-    const uint64_t from = p.grow_trial ? p.pre_grow_window : window_;
-    const double from_rate = p.grow_trial ? p.pre_grow_rate : (p.last_window == window_ ? p.last_rate : 0);
+    // Checked against the rate of the window it grows from, if measured.
+    const uint64_t from = window_;
+    const double from_rate = p.last_window == window_ ? p.last_rate : 0;
     SetWindow(next);
     ResetProbe(s.now_us);
-    p.grow_trial = checked || from_rate > 0;
+    p.grew = true;
+    p.grow_trial = from_rate > 0;
     p.grow_probe = false;
     p.pre_grow_window = from;
     p.pre_grow_rate = from_rate;

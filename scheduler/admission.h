@@ -47,15 +47,16 @@
 // first undo, doubling with every undo in a row up to kMaxHoldPeriods, so
 // that at the knee it spends a small share of its time in trials. The
 // trial after an undone shrink is a probe one step up (by half), kept only
-// if not slower: on a loaded host a 20 ms period is noisy, and a shrink
-// kept by luck would otherwise never be corrected, so the window would
-// ratchet down past the knee; with the probe it hovers just above it. Growth
-// on starvation stays immediate and starts a new descent, but is checked
-// the same way once a rate was measured at the window it grew from: if
-// the first period after it is 3% slower than the last one before, the
-// window goes back and starvation grows it again only after a hold (same
-// doubling). Without that, growth at once and shrinking a period at a
-// time ratchet the window up: on a loaded host a descheduled lock thread
+// if 5% faster (as a climb's step up): on a loaded host a 20 ms period is
+// noisy, and a shrink kept by luck would otherwise never be corrected, so
+// the window would ratchet down past the knee. Growth
+// on starvation is immediate until a first rate is measured; after that
+// it is one step a period, checked the same way when a rate was measured
+// at the window it grew from: if the first period after it is 3% slower
+// than the last one before, the window goes back and starvation grows it
+// again only after a hold (same doubling). A worker starving during a
+// trial shrink undoes it. Without these, growth at once and shrinking a
+// period at a time ratchet the window up: on a loaded host a descheduled lock thread
 // starves the worker now and then, and dclp (1 worker, contention 0.1)
 // went to a window of 870 with 99% of its admissions blocked and ran at
 // half the rate it has at 16-60.
@@ -206,6 +207,8 @@ class AdmissionController {
     bool grow_probe = false;     // the growth is a probe up, not a starvation's
     bool up = false;             // the next trial is a probe up (a shrink was undone)
     bool bound = false;          // the window bound in the current period
+    bool measured = false;       // a period has ended (a rate is known)
+    bool grew = false;           // a growth on starvation in the current period
     uint64_t pre_grow_window = 0;
     double pre_grow_rate = 0;
     uint64_t grow_hold = 0, grow_backoff = 1;  // as hold and backoff, for growth
