@@ -39,6 +39,7 @@ void AdmissionController::ResetProbe(uint64_t now_us) {
   p.best_rate = 0;
   p.grow_trial = false;
   p.bound = false;
+  p.input_ran_out = false;
 }
 
 void AdmissionController::Probe(const AdmissionSignals& s) {
@@ -47,18 +48,26 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
   p.released += s.released;
   p.admitted += s.admitted;
   p.bound |= s.window_bound;
+  p.input_ran_out |= s.input_ran_out;
   const uint64_t elapsed = s.now_us > p.start_us ? s.now_us - p.start_us : 0;
   // A period, as when climbing: long enough to average out wake-ups and
   // time slices, and a whole generation.
   if (elapsed < kClimbPeriodUs || p.admitted < window_) return;
   const double rate = static_cast<double>(p.released) / static_cast<double>(elapsed);
+  // A period in which the input ran out also counts the time the lock
+  // thread waited for it, and one with no release measures nothing: neither
+  // says how fast this window is. Discarded; a pending check waits for the
+  // next period. So no rate compared below is 0.
+  const bool usable = !p.input_ran_out && p.released > 0;
   p.start_us = s.now_us;
   p.released = p.admitted = 0;
-  p.measured = true;
   p.grew = false;
   const bool bound = p.bound;
   p.bound = false;
+  p.input_ran_out = false;
   if (p.grow_hold > 0) --p.grow_hold;
+  if (!usable) return;
+  p.measured = true;
   if (p.grow_trial) {
     p.grow_trial = false;
     // A growth on starvation may cost 3%; a probe up must be 5% faster, as
@@ -129,7 +138,7 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
 
 uint64_t AdmissionController::Larger() const {
   const uint64_t step = std::max(workers_, window_ / 2);
-  return window_ > max_ - step ? max_ : window_ + step;
+  return max_ - window_ <= step ? max_ : window_ + step;  // window_ <= max_ always
 }
 
 uint64_t AdmissionController::Smaller() const {
@@ -191,7 +200,11 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
   if (climb_.phase != Phase::kOff) {
     Climb(s);
     if (climb_.phase != Phase::kOff) return;
-    ResetProbe(s.now_us);  // back to the plain rules: a new descent
+    // Back to the plain rules: a new descent, with nothing kept from before
+    // the climb (no pending probe up, no rate to check a growth against).
+    ResetProbe(s.now_us);
+    probe_.up = false;
+    probe_.last_window = 0;
   }
   gen_admitted_ += s.admitted;
   gen_blocked_ += s.blocked;
@@ -219,8 +232,9 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
       return;
     }
     const uint64_t next = Larger();
-    if (next == window_) {  // at the cap
+    if (next == window_) {  // at the cap: the round still counts in the period
       SetWindow(next);
+      Probe(s);
       return;
     }
     ++grows_;

@@ -1,82 +1,33 @@
 // AdmissionController: how far ahead of its workers a partition's lock
-// thread admits txns. Pure logic (no threads, no clock): the lock thread
-// feeds it what it saw and asks it whether one more txn may be admitted.
+// thread admits txns (the admission window). Pure logic (no threads, no
+// clock): the lock thread feeds it what it saw, with the runner's clock, and
+// asks whether one more txn may be admitted.
 //
-// Why: every admitted txn that cannot run yet is lock state the lock thread
-// pays for (successor lists, queue entries, cold txn states) without giving
-// the workers anything to do. A fixed window too large for the workload (the
-// old max_active = 2000) left most admitted txns blocked; one too small
-// starves the workers. The controller keeps the window where the workers
-// are just fed, for every lock manager, with no constant tuned to one
-// workload:
-// - it grows (by half, at least by `workers`) as soon as a worker finds no
-//   runnable txn while the window is what stops admission, unless every
-//   txn admitted since the window last changed blocked: then more window
-//   would add only blocked txns (a serial chain: one hot record written by
-//   every txn), so it does not grow;
-// - it shrinks (a trial, validated by the release rate: below) when a whole
-//   generation (as many admissions as the window) passed with the window
-//   binding and no worker starving: the active txns
-//   beyond what keeps the workers fed are lock state that adds no runnable
-//   txn they need. By 1/16 a generation, by 1/4 when most of the
-//   generation's admissions blocked (the lock state grew, the runnable set
-//   did not). Never in a generation in which the lock thread ran out of
-//   input: a lock thread that waits for input has time to spare, so the
-//   lock state of a larger window costs the workers nothing, while a
-//   smaller one only makes the lock thread sleep and be woken more often
-//   (TPC-C's closed loop of 200 txns: the window came down to its minimum
-//   and every couple of releases woke the lock thread; ~18% lower).
-// The result is the smallest window at which the workers are just fed and
-// the release rate is no lower than at a larger one, probed continually
-// (slow multiplicative decrease, one step a period, fast increase).
-//
-// Every shrink is validated by the release rate, as the climb below does:
-// "the workers were fed" is seen only when a worker finds the ready queue
-// empty with the window full, so it misses the cost of a small window that
-// shows elsewhere: the lock thread asleep until a worker frees a slot and
-// wakes it, workers waiting for that wake-up (dclp, 1 worker, contention
-// 0.1: the window went down to 8 and ran at 277K txns/s on 1.3 busy cores,
-// against 416K on 1.9 at a fixed 256). So a shrink the rules above call
-// for is a trial: the controller measures the release rate over a period
-// (at least kClimbPeriodUs and one generation) at the current window, then
-// at the smaller one, and keeps the smaller window only if its rate is not
-// 3% below the best rate measured since the descent began (the best, not
-// the previous step's: a run of small steps each within 3% could otherwise
-// walk the window down any slope). Otherwise it goes back to the window of
-// that best rate and waits before the next trial: one period after the
-// first undo, doubling with every undo in a row up to kMaxHoldPeriods, so
-// that at the knee it spends a small share of its time in trials. The
-// trial after an undone shrink is a probe one step up (by half), kept only
-// if 5% faster (as a climb's step up): on a loaded host a 20 ms period is
-// noisy, and a shrink kept by luck would otherwise never be corrected, so
-// the window would ratchet down past the knee. Growth
-// on starvation is immediate until a first rate is measured; after that
-// it is one step a period, checked the same way when a rate was measured
-// at the window it grew from: if the first period after it is 3% slower
-// than the last one before, the window goes back and starvation grows it
-// again only after a hold (same doubling). A worker starving during a
-// trial shrink undoes it. Without these, growth at once and shrinking a
-// period at a time ratchet the window up: on a loaded host a descheduled lock thread
-// starves the worker now and then, and dclp (1 worker, contention 0.1)
-// went to a window of 870 with 99% of its admissions blocked and ran at
-// half the rate it has at 16-60.
-//
-// Starvation explained by parked txns (multi-partition txns waiting for
-// other partitions' reads: at least a quarter of the window parked) says
-// more about the other partitions and the network than about this window:
-// a larger window may feed the workers (a long network delay needs more
-// txns in flight) or only add lock state and wake-ups (two partitions of
-// one process on two cores: dclp ran 130K txns/s at a window of 16 and 75-
-// 95K at 1,000). There the controller hill-climbs on the release rate
-// instead of growing on every starvation: it measures the rate at the
-// current window over a period (at least kClimbPeriodUs and one
-// generation), tries one step larger or smaller for a period, and keeps the
-// new window if it was faster (larger: by 5%; smaller: if not 3% slower,
-// since a smaller window costs less lock state), else goes back and tries
-// the other direction next. It leaves that mode when a period's parked
-// share falls below a quarter of the window.
-// max_active stays the hard cap. Admission order is unchanged (id order), so
-// the window changes only timing, never a result (G1 of LOCKING.md).
+// Every admitted txn that cannot run yet is lock state the lock thread pays
+// for without giving the workers anything to do; too small a window starves
+// the workers or makes the lock thread sleep and be woken per release. The
+// rules (the why, the thresholds' origin and measurements: docs/ENGINE.md,
+// "Admission window"):
+// - grow (by half, at least by `workers`) when a worker finds no runnable
+//   txn while the window stops admission, unless every txn admitted since
+//   the last change blocked (a serial chain); until a release rate is
+//   measured at once, then at most once a period, each growth checked by
+//   the rate (undone if the next period is slower, then held);
+// - shrink (by 1/16, by 1/4 when most admissions block) after a whole
+//   generation (window() admissions) with the window binding, no worker
+//   starving and the lock thread never out of input: a trial, kept only if
+//   the next period's release rate is not 3% below the best of the descent,
+//   else undone and the next trial held (doubling, up to kMaxHoldPeriods);
+//   after an undone trial, a probe one step up, kept only if 5% faster;
+// - a period (the unit of every rate) lasts kClimbPeriodUs and a whole
+//   generation; one in which the input ran out or nothing was released
+//   measures nothing and is discarded;
+// - when parked txns (waiting for other partitions' reads) explain the
+//   starvation, hill-climb on the release rate instead (a step up kept if 5%
+//   faster, a step down if not 3% slower) until the parked share falls
+//   below a quarter of the window.
+// max_active stays the hard cap. Admission order is unchanged (id order),
+// so the window changes only timing, never a result (G1 of LOCKING.md).
 //
 // Thread-safety: not thread-safe; the scheduler calls it under lm_mu_.
 #ifndef DETDB_SCHEDULER_ADMISSION_H_
@@ -135,8 +86,9 @@ class AdmissionController {
   bool climbing() const { return climb_.phase != Phase::kOff; }
   uint64_t climbs_kept() const { return climbs_kept_; }
   uint64_t climbs_undone() const { return climbs_undone_; }
-  // Trial shrinks undone because the release rate fell (counted in shrinks()
-  // too), and whether a trial shrink is being measured now.
+  // Trial shrinks undone (the release rate fell, or a worker starved during
+  // the trial; counted in shrinks() too), and whether a trial shrink is being
+  // measured now.
   uint64_t shrinks_undone() const { return shrinks_undone_; }
   // Growths undone because the release rate fell (counted in grows() too).
   uint64_t grows_undone() const { return grows_undone_; }
@@ -207,6 +159,7 @@ class AdmissionController {
     bool grow_probe = false;     // the growth is a probe up, not a starvation's
     bool up = false;             // the next trial is a probe up (a shrink was undone)
     bool bound = false;          // the window bound in the current period
+    bool input_ran_out = false;  // the input ran out in the current period
     bool measured = false;       // a period has ended (a rate is known)
     bool grew = false;           // a growth on starvation in the current period
     uint64_t pre_grow_window = 0;
