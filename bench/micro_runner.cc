@@ -193,6 +193,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
     r.window_grows += p.window_grows;
     r.window_shrinks += p.window_shrinks;
     r.window_shrinks_undone += p.window_shrinks_undone;
+    r.window_grows_undone += p.window_grows_undone;
     r.starved += p.starved;
     r.parked += p.parked;
   }

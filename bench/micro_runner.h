@@ -54,7 +54,8 @@ struct MicroRunResult {
   double window = 0;                // admission window at the end, per partition
   // Summed over partitions: window grows and shrinks (of them, trials the
   // release rate undid), worker starvations (admission.h).
-  uint64_t window_grows = 0, window_shrinks = 0, window_shrinks_undone = 0, starved = 0;
+  uint64_t window_grows = 0, window_shrinks = 0, window_shrinks_undone = 0, window_grows_undone = 0;
+  uint64_t starved = 0;
   uint64_t parked = 0;              // multi-partition txns that waited for reads
   uint64_t digest = 0;
   double client_busy = 0;           // share of the run the client spent generating + submitting
