@@ -70,10 +70,11 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
   p.measured = true;
   if (p.grow_trial) {
     p.grow_trial = false;
-    // A growth on starvation may cost 3%; a probe up must be 5% faster, as
-    // a climb's step up (more lock state for nothing otherwise, and steps
-    // up by half kept on noise would ratchet the window up).
-    if (rate < (p.grow_probe ? 1.05 : 0.97) * p.pre_grow_rate) {  // back
+    // Every growth, on starvation or a probe up, must be 5% faster, as a
+    // climb's step up: more lock state for nothing otherwise, and steps up
+    // by half kept on noise ratchet the window up (a descheduled lock
+    // thread starves the workers now and then on a loaded host).
+    if (rate < 1.05 * p.pre_grow_rate) {  // back
       ++grows_undone_;
       if (!p.grow_probe) {
         p.grow_hold = p.grow_backoff;
@@ -215,19 +216,11 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
       return;
     }
     ProbeState& p = probe_;
-    if (p.trial) {  // a worker starved at a trial's smaller window: back
-      ++shrinks_undone_;
-      p.hold = p.backoff;
-      p.backoff = std::min(2 * p.backoff, kMaxHoldPeriods);
-      SetWindow(p.best_window);
-      ResetProbe(s.now_us);
-      return;
-    }
-    if (p.grow_hold > 0 || p.grow_trial || (p.measured && p.grew)) {
-      // A growth was undone lately, or one is being measured, or (once a
-      // rate was measured) one happened in this period: starvation alone is
-      // no reason to grow now, nor is a starving generation one to shrink.
-      SetWindow(window_);
+    if (p.trial || p.grow_hold > 0 || p.grow_trial || (p.measured && p.grew)) {
+      // A trial shrink or a growth is being measured, a growth was undone
+      // lately, or (once a rate was measured) one happened in this period:
+      // the rate decides. Starvation neither undoes the trial (a too small
+      // window shows as a lower rate) nor restarts the generation.
       Probe(s);
       return;
     }

@@ -11,8 +11,10 @@
 // - grow (by half, at least by `workers`) when a worker finds no runnable
 //   txn while the window stops admission, unless every txn admitted since
 //   the last change blocked (a serial chain); until a release rate is
-//   measured at once, then at most once a period, each growth checked by
-//   the rate (undone if the next period is slower, then held);
+//   measured at once, then at most once a period, each growth kept only
+//   if the next period's release rate is 5% higher, else undone and held;
+//   once a rate is measured, a starving worker neither undoes a pending
+//   trial nor restarts the generation: the rate decides;
 // - shrink (by 1/16, by 1/4 when most admissions block) after a whole
 //   generation (window() admissions) with the window binding, no worker
 //   starving and the lock thread never out of input: a trial, kept only if

@@ -357,15 +357,55 @@ TEST_F(Admission, GrowthThatLowersTheReleaseRateIsUndoneAndHeld) {
 double KneeAt64(uint64_t w) { return 0.4 * static_cast<double>(std::min<uint64_t>(w, 64)) / 64.0; }
 double Flat(uint64_t) { return 0.4; }
 
-TEST_F(Admission, AWorkerStarvingDuringATrialShrinkUndoesIt) {
+TEST_F(Admission, AWorkerStarvingDuringATrialShrinkLeavesItToTheRate) {
   AdmissionController c({.workers = 1, .max_active = 2000});
-  FedPeriod(&c, Flat);
+  FedPeriod(&c, KneeAt64);
   ASSERT_TRUE(c.trying_shrink());
   ASSERT_EQ(c.window(), 60u);
   c.Adjust(Starved());
-  EXPECT_EQ(c.window(), 64u) << "back to the window of the best rate, not grown";
+  EXPECT_EQ(c.window(), 60u) << "neither undone nor grown";
+  EXPECT_TRUE(c.trying_shrink());
+  FedPeriod(&c, KneeAt64);
+  EXPECT_EQ(c.window(), 64u) << "slower: undone";
   EXPECT_EQ(c.shrinks_undone(), 1u);
-  EXPECT_FALSE(c.trying_shrink());
+}
+
+// One period at window() in which the window never stopped admission (so
+// no shrink is asked for): the rate there is measured.
+void UnboundPeriod(AdmissionController* c, uint64_t* now_us, double rate) {
+  c->Adjust({.admitted = c->window(), .now_us = *now_us});
+  *now_us += AdmissionController::kClimbPeriodUs;
+  c->Adjust({.released = static_cast<uint64_t>(rate * AdmissionController::kClimbPeriodUs), .now_us = *now_us});
+}
+
+TEST_F(Admission, AGrowthOnStarvationIsKeptOnlyIfFivePercentFaster) {
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  UnboundPeriod(&c, &now_us, 0.4);
+  c.Adjust(Starved());
+  ASSERT_EQ(c.window(), 96u);
+  FedPeriod(&c, [](uint64_t w) { return w > 64 ? 1.03 * 0.4 : 0.4; });
+  EXPECT_EQ(c.window(), 64u) << "3% faster is not enough";
+  EXPECT_EQ(c.grows_undone(), 1u);
+}
+
+TEST_F(Admission, StarvationWhileAGrowthIsCheckedDoesNotRestartTheGeneration) {
+  // The rate rises with the window: the growth is kept, and the generation
+  // completed in its period (a worker starving in the middle of it) asks
+  // for a shrink, which the next period checks in turn.
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  auto rate = [](uint64_t w) { return 0.4 * static_cast<double>(std::min<uint64_t>(w, 200)) / 200.0; };
+  UnboundPeriod(&c, &now_us, rate(64));
+  c.Adjust(Starved());
+  ASSERT_EQ(c.window(), 96u);
+  for (int n = 0; n < 6; ++n) c.Adjust(Round(8, 1));
+  c.Adjust(Starved());
+  ASSERT_EQ(c.window(), 96u);
+  for (int n = 0; n < 6; ++n) c.Adjust(Round(8, 1));
+  now_us += AdmissionController::kClimbPeriodUs;
+  c.Adjust({.window_bound = true, .released = Releases(rate(96)), .now_us = now_us});
+  EXPECT_EQ(c.grows_undone(), 0u);
+  EXPECT_TRUE(c.trying_shrink());
+  EXPECT_EQ(c.window(), 90u);
 }
 
 TEST_F(Admission, OnceARateIsMeasuredTheWindowGrowsOnceAPeriod) {
