@@ -7,7 +7,7 @@
 // for without giving the workers anything to do; too small a window starves
 // the workers or makes the lock thread sleep and be woken per release. The
 // rules (the why, the thresholds' origin and measurements: docs/ENGINE.md,
-// "Admission window"):
+// "Admission that adapts"):
 // - grow (by half, at least by `workers`) when a worker finds no runnable
 //   txn while the window stops admission, unless every txn admitted since
 //   the last change blocked (a serial chain); until a release rate is
@@ -16,10 +16,11 @@
 //   once a rate is measured, a starving worker neither undoes a pending
 //   trial nor restarts the generation: the rate decides;
 // - shrink (by 1/16, by 1/4 when most admissions block) after a whole
-//   generation (window() admissions) with the window binding, no worker
-//   starving and the lock thread never out of input: a trial, kept only if
-//   the next period's release rate is not 3% below the best of the descent,
-//   else undone and the next trial held (doubling, up to kMaxHoldPeriods);
+//   generation (window() admissions) with the window binding, the lock
+//   thread never out of input, no growth and (at the cap) no starving
+//   worker: a trial, kept only if the next period's release rate is not 3%
+//   below the best of the descent, else undone and the next trial held
+//   (doubling, up to kMaxHoldPeriods);
 //   after an undone trial, a probe one step up, kept only if 5% faster;
 // - a period (the unit of every rate) lasts kClimbPeriodUs and a whole
 //   generation; one in which the input ran out or nothing was released
