@@ -236,6 +236,23 @@ absl::Status Node::Start() {
             << " node(s)";
   auto start_us = net_->Handshake(options_.handshake_timeout);
   if (!start_us.ok()) return start_us.status();
+  auto running = net_->running_cluster();
+  if (!running.ok()) return running.status();
+  if (running->has_value()) {
+    // This node restarted while the others kept running: it catches up
+    // from its log and its peers (docs/DURABILITY.md, "Rejoining a running
+    // cluster").
+    if (!engine_->logging())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node ", options_.node_id, " restarted while the other nodes run, without --data_dir: its data is gone, "
+          "it cannot rejoin; restart every node"));
+    LOG(INFO) << "node " << options_.node_id << ": the other nodes run (cluster resumed after epoch "
+              << (*running)->origin_epoch << "): rejoining";
+    net_->SetRunning(**running);
+    absl::Status s = engine_->Rejoin(**running);
+    if (!s.ok()) return s;
+    return Ready();
+  }
   std::optional<uint64_t> resume, checkpoint;
   if (engine_->logging()) {
     auto agreed = net_->resume_epoch();
@@ -247,8 +264,14 @@ absl::Status Node::Start() {
     LOG(INFO) << "node " << options_.node_id << ": every node resumes after epoch " << *resume
               << (*from > 0 ? absl::StrCat(", from the checkpoint of epoch ", *from) : std::string());
   }
+  // Agreed: a node that restarts from now on rejoins instead.
+  net_->SetRunning(ClusterClock{*start_us, resume.value_or(0)});
   absl::Status s = engine_->Start(*start_us, resume, checkpoint);
   if (!s.ok()) return s;
+  return Ready();
+}
+
+absl::Status Node::Ready() {
   ready_.store(true, std::memory_order_release);
   if (engine_->logging() && options_.checkpoint_interval.count() > 0) {
     const uint64_t every =

@@ -18,6 +18,18 @@ uint64_t WallClockMicros() {
 namespace {
 std::string Endpoint(const pb::NodeConfig& n, uint32_t port) { return absl::StrCat("tcp://", n.host(), ":", port); }
 
+// This process's incarnations: its start time in microseconds, increasing
+// (two in one process, as in tests, differ).
+uint64_t NextIncarnation() {
+  static std::atomic<uint64_t> last{0};
+  uint64_t prev = last.load();
+  uint64_t next;
+  do {
+    next = std::max(WallClockMicros(), prev + 1);
+  } while (!last.compare_exchange_weak(prev, next));
+  return next;
+}
+
 // The settings the handshake compares: the caller's and the peer protocol's version.
 ZmqPeerNetOptions WithProtocolVersion(ZmqPeerNetOptions o) {
   o.settings["protocol_version"] = absl::StrCat(kPeerProtocolVersion);
@@ -26,7 +38,9 @@ ZmqPeerNetOptions WithProtocolVersion(ZmqPeerNetOptions o) {
 }  // namespace
 
 ZmqPeerNet::ZmqPeerNet(const ZmqPeerNetOptions& options)
-    : options_(WithProtocolVersion(options)), config_hash_(ClusterConfigHash(options.config)) {}
+    : options_(WithProtocolVersion(options)),
+      config_hash_(ClusterConfigHash(options.config)),
+      incarnation_(NextIncarnation()) {}
 
 absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetOptions& options) {
   absl::Status valid = ValidateClusterConfig(options.config);
@@ -54,6 +68,9 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
   net->peer_durable_.assign(net->num_nodes_, 0);
   net->peer_checkpoint_.assign(net->num_nodes_, 0);
   net->expected_seq_.assign(net->num_nodes_, 1);
+  net->incarnation_of_.assign(net->num_nodes_, 0);
+  net->running_of_.assign(net->num_nodes_, false);
+  net->clock_of_.assign(net->num_nodes_, ClusterClock{});
   try {
     net->pull_ = std::make_unique<zmq::socket_t>(net->ctx_, zmq::socket_type::pull);
     net->pull_->set(zmq::sockopt::rcvhwm, 0);
@@ -109,16 +126,74 @@ void ZmqPeerNet::Start() {
   });
   for (uint32_t n = 0; n < num_nodes_; ++n) {
     if (n == options_.node_id) continue;
-    pb::PeerMessage m;
-    m.mutable_hello()->set_boot_us(boot_us_[options_.node_id]);
-    m.mutable_hello()->set_epoch_us(options_.epoch_us);
-    m.mutable_hello()->set_recovered_epoch(recovered_epoch_);
-    m.mutable_hello()->set_has_log(has_log_);
-    for (uint64_t e : checkpoint_epochs_) m.mutable_hello()->add_checkpoint_epochs(e);
-    m.mutable_hello()->set_log_starts_later(!log_from_start_);
-    for (const auto& [name, value] : options_.settings) (*m.mutable_hello()->mutable_settings())[name] = value;
+    pb::PeerMessage m = MakeHello();
     SendTo(n, &m);
   }
+}
+
+pb::PeerMessage ZmqPeerNet::MakeHello() {
+  pb::PeerMessage m;
+  pb::Hello* h = m.mutable_hello();
+  std::lock_guard<std::mutex> l(hello_mu_);
+  h->set_boot_us(boot_us_[options_.node_id]);
+  h->set_epoch_us(options_.epoch_us);
+  h->set_recovered_epoch(recovered_epoch_);
+  h->set_has_log(has_log_);
+  for (uint64_t e : checkpoint_epochs_) h->add_checkpoint_epochs(e);
+  h->set_log_starts_later(!log_from_start_);
+  for (const auto& [name, value] : options_.settings) (*h->mutable_settings())[name] = value;
+  if (running_.has_value()) {
+    h->set_running(true);
+    h->set_start_us(running_->start_us);
+    h->set_clock_origin_epoch(running_->origin_epoch);
+  }
+  return m;
+}
+
+void ZmqPeerNet::SetRunning(const ClusterClock& clock) {
+  std::lock_guard<std::mutex> l(hello_mu_);
+  running_ = clock;
+}
+
+absl::StatusOr<std::optional<ClusterClock>> ZmqPeerNet::running_cluster() {
+  std::lock_guard<std::mutex> l(hello_mu_);
+  std::string running, starting;
+  std::optional<ClusterClock> clock;
+  for (uint32_t n = 0; n < num_nodes_; ++n) {
+    if (n == options_.node_id) continue;
+    absl::StrAppend(running_of_[n] ? &running : &starting, running_of_[n] ? (running.empty() ? "" : ", ")
+                                                                           : (starting.empty() ? "" : ", "), n);
+    if (!running_of_[n]) continue;
+    if (!clock.has_value()) {
+      clock = clock_of_[n];
+    } else if (clock_of_[n].start_us != clock->start_us || clock_of_[n].origin_epoch != clock->origin_epoch) {
+      LOG(WARNING) << "node " << n << " runs on another clock (start " << clock_of_[n].start_us << " us, origin epoch "
+                   << clock_of_[n].origin_epoch << ") than the lower nodes (start " << clock->start_us
+                   << " us, origin epoch " << clock->origin_epoch << "): taking the latter";
+    }
+  }
+  if (running.empty()) return std::optional<ClusterClock>();
+  if (!starting.empty())
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node(s) ", running, " run while node(s) ", starting, " start as this node ", options_.node_id,
+        " does: a rejoin takes one restarted node at a time; restart every node"));
+  return clock;
+}
+
+void ZmqPeerNet::OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool restarted) {
+  Peer* peer = node < peers_.size() ? peers_[node].get() : nullptr;
+  if (peer == nullptr) return;
+  pb::PeerMessage hello;
+  if (restarted) hello = MakeHello();  // before p->mu: MakeHello takes hello_mu_
+  std::lock_guard<std::mutex> l(peer->mu);
+  peer->to_incarnation = incarnation;
+  if (!restarted || peer->push == nullptr) return;
+  // Its expectation of our frames starts at 1 again; our Hello first, so
+  // that it hears us (and whether we run) before anything else.
+  peer->next_seq = 1;
+  peer->stamped = 0;
+  peer->checkpoint_stamped = 0;
+  SendLocked(node, peer, &hello);
 }
 
 absl::StatusOr<uint64_t> ZmqPeerNet::Handshake(std::chrono::milliseconds timeout) {
@@ -211,16 +286,11 @@ ZmqPeerNetStats ZmqPeerNet::stats() const {
   s.lost = lost_.load(std::memory_order_relaxed);
   s.forged_reads = forged_reads_.load(std::memory_order_relaxed);
   s.stale = stale_.load(std::memory_order_relaxed);
+  s.restarts = restarts_.load(std::memory_order_relaxed);
   return s;
 }
 
 void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
-  msg->set_config_hash(config_hash_);
-  msg->set_from_node(options_.node_id);
-  // The checkpoint epoch first: a checkpoint is published only once its
-  // epoch is durable, so the durable epoch read after it is never below it.
-  msg->set_checkpoint_epoch(checkpoint_epoch_.load(std::memory_order_acquire));
-  msg->set_durable_epoch(durable_epoch_.load(std::memory_order_relaxed));
   Peer* peer = node < peers_.size() ? peers_[node].get() : nullptr;
   if (peer == nullptr) {
     LOG_EVERY_N(ERROR, 100) << "no peer socket to node " << node << "; message dropped";
@@ -229,6 +299,18 @@ void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
   }
   std::lock_guard<std::mutex> l(peer->mu);
   if (peer->push == nullptr) return;  // stopped
+  SendLocked(node, peer, msg);
+}
+
+void ZmqPeerNet::SendLocked(uint32_t node, Peer* peer, pb::PeerMessage* msg) {
+  msg->set_config_hash(config_hash_);
+  msg->set_from_node(options_.node_id);
+  msg->set_incarnation(incarnation_);
+  msg->set_to_incarnation(peer->to_incarnation);
+  // The checkpoint epoch first: a checkpoint is published only once its
+  // epoch is durable, so the durable epoch read after it is never below it.
+  msg->set_checkpoint_epoch(checkpoint_epoch_.load(std::memory_order_acquire));
+  msg->set_durable_epoch(durable_epoch_.load(std::memory_order_relaxed));
   msg->set_seq(peer->next_seq++);
   peer->stamped = std::max(peer->stamped, msg->durable_epoch());
   peer->checkpoint_stamped = std::max(peer->checkpoint_stamped, msg->checkpoint_epoch());
@@ -274,6 +356,20 @@ void ZmqPeerNet::SendResult(uint32_t node, const pb::TxnResult& result) {
   CHECK_NE(node, options_.node_id);
   pb::PeerMessage m;
   *m.mutable_result() = result;
+  SendTo(node, &m);
+}
+
+void ZmqPeerNet::SendRejoinRequest(uint32_t node, const pb::RejoinRequest& request) {
+  CHECK_NE(node, options_.node_id);
+  pb::PeerMessage m;
+  *m.mutable_rejoin_request() = request;
+  SendTo(node, &m);
+}
+
+void ZmqPeerNet::SendRejoinReply(uint32_t node, const pb::RejoinReply& reply) {
+  CHECK_NE(node, options_.node_id);
+  pb::PeerMessage m;
+  *m.mutable_rejoin_reply() = reply;
   SendTo(node, &m);
 }
 
@@ -332,13 +428,34 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
                              ", ours ", config_hash_, ")"));
   if (m.from_node() >= num_nodes_ || m.from_node() == options_.node_id) return drop("unknown sender");
   received_.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t from = m.from_node();
+  // Frames of another process than the one at either end: normal around a
+  // restart (queued while a node was down, in flight when it died).
+  auto stale = [&](const std::string& why) {
+    stale_.fetch_add(1, std::memory_order_relaxed);
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(INFO, 1000) << "dropping a stale peer frame: " << why;
+  };
+  if (m.to_incarnation() != incarnation_ && !(m.has_hello() && m.to_incarnation() == 0))
+    return stale(absl::StrCat("frame from node ", from, " for incarnation ", m.to_incarnation(),
+                              " of this node, which is at ", incarnation_, " (queued before this process started)"));
+  bool heard = false, restarted = false;  // a Hello of a new incarnation of the sender
+  if (m.incarnation() != incarnation_of_[from]) {
+    if (!m.has_hello() || m.incarnation() < incarnation_of_[from])
+      return stale(absl::StrCat("frame of incarnation ", m.incarnation(), " of node ", from, ", which is at ",
+                                incarnation_of_[from], " (an earlier process's, or one before its Hello)"));
+    heard = true;
+    restarted = incarnation_of_[from] != 0;
+    incarnation_of_[from] = m.incarnation();
+    expected_seq_[from] = 1;  // its frames are numbered from 1 again
+  }
   uint64_t& expected = expected_seq_[m.from_node()];
   if (m.seq() < expected) {
-    // A resent or replayed frame (or the peer restarted): dropped, and the
-    // expectation stays (moving it back would take every later copy again).
+    // A resent or replayed frame: dropped, and the expectation stays
+    // (moving it back would take every later copy again).
     stale_.fetch_add(1, std::memory_order_relaxed);
     return drop(absl::StrCat("frame ", m.seq(), " from node ", m.from_node(), " is below the expected ", expected,
-                             " (resent or replayed; if the node restarted, restart the cluster)"));
+                             " (resent or replayed)"));
   }
   if (m.seq() > expected) {
     lost_.fetch_add(m.seq() - expected, std::memory_order_relaxed);
@@ -357,6 +474,12 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
   }
   switch (m.body_case()) {
     case pb::PeerMessage::kHello: {
+      if (restarted) {
+        restarts_.fetch_add(1, std::memory_order_relaxed);
+        LOG(WARNING) << "node " << from << " restarted (incarnation " << m.incarnation()
+                     << "): taking its frames from 1 again and answering its hello (it rejoins if we run)";
+      }
+      if (heard) OnPeerIncarnation(from, m.incarnation(), restarted);
       std::lock_guard<std::mutex> l(hello_mu_);
       if (m.hello().epoch_us() != options_.epoch_us)
         hello_error_ = absl::StrCat("node ", m.from_node(), " runs with epoch_us ", m.hello().epoch_us(), ", we with ",
@@ -369,16 +492,18 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
         // old one is normal: the peer may have waited for us a long time).
         hello_error_ = absl::StrCat("node ", m.from_node(), "'s clock is ", skew / 1000000,
                                     " s ahead of ours: synchronise the clocks (NTP)");
-      else if (boot_us_[m.from_node()] == 0) {
+      else if (heard) {  // the first Hello of this incarnation
         boot_us_[m.from_node()] = std::max<uint64_t>(1, m.hello().boot_us());
         recovered_[m.from_node()] = m.hello().recovered_epoch();
         has_log_of_[m.from_node()] = m.hello().has_log();
         checkpoints_of_[m.from_node()].assign(m.hello().checkpoint_epochs().begin(),
                                               m.hello().checkpoint_epochs().end());
         from_start_of_[m.from_node()] = !m.hello().log_starts_later();
+        running_of_[m.from_node()] = m.hello().running();
+        clock_of_[m.from_node()] = ClusterClock{m.hello().start_us(), m.hello().clock_origin_epoch()};
       }
       else
-        LOG(WARNING) << "node " << m.from_node() << " said hello again (restarted?); ignored";
+        LOG(WARNING) << "node " << m.from_node() << " said hello again in the same incarnation; ignored";
       hello_cv_.notify_all();
       return;
     }
@@ -398,6 +523,12 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
     }
     case pb::PeerMessage::kResult:
       handler_->OnPeerResult(m.result());
+      return;
+    case pb::PeerMessage::kRejoinRequest:
+      handler_->OnRejoinRequest(from, m.rejoin_request());
+      return;
+    case pb::PeerMessage::kRejoinReply:
+      handler_->OnRejoinReply(from, m.rejoin_reply());
       return;
     case pb::PeerMessage::BODY_NOT_SET:
       return;  // a durable (and checkpoint) stamp alone (handled above)

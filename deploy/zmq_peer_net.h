@@ -15,6 +15,16 @@
 //         logged and counted: the cluster then stalls until restarted. A
 //         frame numbered below the expected one (resent or replayed) is
 //         dropped and counted (stale); the expectation never moves back.
+//         RejoinRequest / RejoinReply -> PeerHandler::OnRejoinRequest /
+//         OnRejoinReply.
+// Incarnations: every frame carries the sender's incarnation (its start
+//         time) and the receiver's as the sender knows it. A Hello of a
+//         newer incarnation of a peer (it restarted) is taken: its frames
+//         are numbered from 1 again, our frames to it too, and we answer
+//         with our own Hello (saying whether we run, and the cluster's
+//         clock: a restarted node then rejoins, Engine::Rejoin). Frames of
+//         an older incarnation of the sender, or for an older incarnation
+//         of this node (queued while it was down), are stale: dropped.
 //         With options.curve the peer port is a CURVE server that admits
 //         only the nodes' keys of the config (CurveAuth: ZAP handler
 //         installed before the bind) and connects to peers with this node's
@@ -81,7 +91,9 @@ struct ZmqPeerNetStats {
   uint64_t received = 0;   // frames handled
   uint64_t dropped = 0;    // frames dropped (bad frame, config hash, unknown node/partition)
   uint64_t forged_reads = 0;  // of those: remote reads of a partition the sender does not serve
-  uint64_t stale = 0;         // of those: a sequence number below the expected one (resent or replayed)
+  uint64_t stale = 0;         // of those: a sequence number below the expected one (resent or replayed),
+                              // or of another incarnation of the sender or of this node
+  uint64_t restarts = 0;      // Hellos of a newer incarnation of a peer (it restarted)
   uint64_t sent = 0;
   uint64_t lost = 0;       // frames missing from a peer's sequence (lost in transit)
 };
@@ -124,6 +136,16 @@ class ZmqPeerNet final : public PeerLink {
   // without an input log, or a node reporting an empty log while this one
   // holds epochs (a lost disk would drop acknowledged txns everywhere).
   absl::StatusOr<uint64_t> resume_epoch();
+  // After Handshake returned OK: the running cluster's clock when every
+  // other node said in its Hello that it runs (this node restarted while
+  // they kept running: it must rejoin, Engine::Rejoin); nullopt when none
+  // did (a cluster start). FailedPrecondition when some run and some start
+  // (more than one node restarted: restart every node).
+  absl::StatusOr<std::optional<ClusterClock>> running_cluster();
+  // From now on our Hellos say that this node runs on `clock` (set once the
+  // nodes agreed where to resume; a node that restarts later rejoins).
+  // Thread-safe.
+  void SetRunning(const ClusterClock& clock);
   // Makes Handshake return Cancelled (now or when called). Thread-safe.
   void CancelHandshake();
   // Stops the receive thread and closes the sockets (pending frames to
@@ -137,6 +159,7 @@ class ZmqPeerNet final : public PeerLink {
   // done). Thread-safe.
   uint32_t peers_heard();
   uint64_t config_hash() const { return config_hash_; }
+  uint64_t incarnation() const { return incarnation_; }
 
   // One received frame, as the receive thread handles it (INPUT above).
   // Public for fuzz/fuzz_peer_message.cc, which calls it without Start().
@@ -159,12 +182,15 @@ class ZmqPeerNet final : public PeerLink {
   // Stamped beside it (PeerMessage.checkpoint_epoch) and sent alike; the
   // receiver hands it on after the durable epoch of the same message.
   void SetCheckpointEpoch(uint64_t epoch) override { checkpoint_epoch_.store(epoch, std::memory_order_release); }
+  void SendRejoinRequest(uint32_t node, const pb::RejoinRequest& request) override;
+  void SendRejoinReply(uint32_t node, const pb::RejoinReply& reply) override;
 
  private:
   struct Peer {
     std::mutex mu;
     std::unique_ptr<zmq::socket_t> push;  // guarded by mu
     uint64_t next_seq = 1;                 // guarded by mu: PeerMessage.seq of the next frame
+    uint64_t to_incarnation = 0;           // guarded by mu: the peer's incarnation (0: not heard yet)
     uint64_t stamped = 0;                  // guarded by mu: the durable epoch last sent to it
     uint64_t checkpoint_stamped = 0;       // guarded by mu: the checkpoint epoch last sent to it
     std::chrono::steady_clock::time_point last_send;  // guarded by mu
@@ -177,6 +203,14 @@ class ZmqPeerNet final : public PeerLink {
 
   explicit ZmqPeerNet(const ZmqPeerNetOptions& options);
   void SendTo(uint32_t node, pb::PeerMessage* msg);
+  // REQUIRES: peer->mu held, peer->push set.
+  void SendLocked(uint32_t node, Peer* peer, pb::PeerMessage* msg);
+  // Our Hello (with the running cluster's clock once SetRunning was called).
+  pb::PeerMessage MakeHello();
+  // A peer's Hello named an incarnation: the first we hear of it (restarted
+  // false) or a newer one. Our frames to it carry it from now on; after a
+  // restart they are numbered from 1 again and begin with our Hello.
+  void OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool restarted);
   void ReceiveLoop();
   // Empty if hello's settings equal ours; else every difference (name and
   // both values), for the handshake's error.
@@ -210,12 +244,17 @@ class ZmqPeerNet final : public PeerLink {
   std::vector<uint64_t> peer_durable_;             // receive thread only: last seen per sender
   std::atomic<uint64_t> checkpoint_epoch_{0};      // ours, stamped on every message
   std::vector<uint64_t> peer_checkpoint_;          // receive thread only: last seen per sender
+  std::vector<bool> running_of_;                   // guarded by hello_mu_: each node's Hello.running
+  std::vector<ClusterClock> clock_of_;             // guarded by hello_mu_: each node's Hello clock
+  std::optional<ClusterClock> running_;            // guarded by hello_mu_: ours (SetRunning)
   std::string hello_error_;                        // guarded by hello_mu_
   bool hello_cancelled_ = false;                   // guarded by hello_mu_
 
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> received_{0}, dropped_{0}, sent_{0}, lost_{0}, forged_reads_{0}, stale_{0};
+  std::atomic<uint64_t> received_{0}, dropped_{0}, sent_{0}, lost_{0}, forged_reads_{0}, stale_{0}, restarts_{0};
   std::vector<uint64_t> expected_seq_;             // receive thread only: by sender
+  std::vector<uint64_t> incarnation_of_;           // receive thread only: by sender (0: not heard)
+  const uint64_t incarnation_;                     // ours
   std::thread thread_;
 };
 

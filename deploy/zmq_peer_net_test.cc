@@ -56,6 +56,14 @@ class Recorder : public PeerHandler, public RemoteReadsReceiver {
     checkpoint.emplace_back(node, epoch);
     durable_when_checkpoint.push_back(durable.empty() ? 0 : durable.back().second);
   }
+  void OnRejoinRequest(uint32_t node, const pb::RejoinRequest& r) override {
+    std::lock_guard<std::mutex> l(mu);
+    rejoin_requests.emplace_back(node, r.id());
+  }
+  void OnRejoinReply(uint32_t node, const pb::RejoinReply& r) override {
+    std::lock_guard<std::mutex> l(mu);
+    rejoin_replies.emplace_back(node, r.id());
+  }
   void OnRemoteReads(pb::RemoteReads m) override {
     std::lock_guard<std::mutex> l(mu);
     reads.push_back(m.txn_id());
@@ -66,7 +74,7 @@ class Recorder : public PeerHandler, public RemoteReadsReceiver {
   }
   std::mutex mu;
   std::vector<uint64_t> epochs, results, reads;
-  std::vector<std::pair<uint32_t, uint64_t>> durable, checkpoint;
+  std::vector<std::pair<uint32_t, uint64_t>> durable, checkpoint, rejoin_requests, rejoin_replies;
   std::vector<uint64_t> durable_when_checkpoint;  // the durable epoch heard before each checkpoint epoch
 };
 
@@ -388,6 +396,8 @@ TEST(ZmqPeerNet, FramesBelowTheExpectedSequenceAreDroppedWithoutMovingItBack) {
   for (uint64_t seq : {1, 2}) {
     pb::PeerMessage m;
     m.set_from_node(0);
+    m.set_incarnation(p.net[0]->incarnation());
+    m.set_to_incarnation(p.net[1]->incarnation());
     m.set_seq(seq);
     m.mutable_batch()->set_sequencer_id(0);
     m.mutable_batch()->set_epoch(99);
@@ -404,6 +414,98 @@ TEST(ZmqPeerNet, FramesBelowTheExpectedSequenceAreDroppedWithoutMovingItBack) {
   EXPECT_EQ(p.rec[1].epochs, (std::vector<uint64_t>{1, 2}));
   EXPECT_EQ(p.net[1]->stats().lost, 0u);
   EXPECT_EQ(p.net[1]->stats().stale, 2u);
+}
+
+// A node restarts (a new ZmqPeerNet on its port) while the other runs: the
+// running node takes the new incarnation's frames from 1 again, answers its
+// Hello saying that it runs and on which clock, and from then on numbers
+// its own frames to it from 1; frames of the old incarnation, or queued for
+// it, are stale.
+TEST(ZmqPeerNet, ARestartedPeerIsTakenAgainAndHearsThatTheClusterRuns) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  auto not_running = p.net[1]->running_cluster();
+  ASSERT_TRUE(not_running.ok());
+  EXPECT_FALSE(not_running->has_value()) << "a cluster start: nobody said it runs";
+  p.net[0]->SetRunning(ClusterClock{12345, 7});
+  pb::Batch b;
+  b.set_sequencer_id(0);
+  for (uint64_t e = 1; e <= 3; ++e) {
+    b.set_epoch(e);
+    p.net[0]->SendBatch(1, b);
+  }
+  for (int i = 0; i < 2000 && p.rec[1].total() < 3; ++i) std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_EQ(p.rec[1].total(), 3u);
+  const uint64_t old_incarnation = p.net[1]->incarnation();
+  p.net[1]->Stop();  // the process dies
+  p.net[1].reset();
+  b.set_epoch(4);
+  p.net[0]->SendBatch(1, b);  // queued for the dead incarnation
+
+  Recorder fresh;
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = 1;
+  o.epoch_us = 1000;
+  auto n = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n.ok()) << n.status();
+  std::unique_ptr<ZmqPeerNet> restarted = std::move(*n);
+  EXPECT_GT(restarted->incarnation(), old_incarnation);
+  restarted->SetHandler(&fresh);
+  restarted->RegisterReceiver(1, &fresh);
+  restarted->SetRecoveredEpoch(0);
+  restarted->Start();
+  ASSERT_TRUE(restarted->Handshake(milliseconds(10000)).ok()) << "the running node answered the new Hello";
+  auto running = restarted->running_cluster();
+  ASSERT_TRUE(running.ok()) << running.status();
+  ASSERT_TRUE(running->has_value());
+  EXPECT_EQ((*running)->start_us, 12345u);
+  EXPECT_EQ((*running)->origin_epoch, 7u);
+  for (int i = 0; i < 2000 && p.net[0]->stats().restarts < 1; ++i) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_EQ(p.net[0]->stats().restarts, 1u);
+  // Both ways from 1 again: nothing lost, nothing stale in between.
+  b.set_epoch(5);
+  p.net[0]->SendBatch(1, b);
+  pb::RejoinRequest req;
+  req.set_id(9);
+  restarted->SendRejoinRequest(0, req);
+  pb::RejoinReply reply;
+  reply.set_id(9);
+  p.net[0]->SendRejoinReply(1, reply);
+  auto arrived = [&] {
+    std::scoped_lock l(fresh.mu, p.rec[0].mu);
+    return !fresh.epochs.empty() && !fresh.rejoin_replies.empty() && !p.rec[0].rejoin_requests.empty();
+  };
+  for (int i = 0; i < 2000 && !arrived(); ++i) std::this_thread::sleep_for(milliseconds(5));
+  {
+    std::lock_guard<std::mutex> l(fresh.mu);
+    EXPECT_EQ(fresh.epochs, (std::vector<uint64_t>{5})) << "epoch 4 was queued for the old incarnation";
+    EXPECT_EQ(fresh.rejoin_replies, (std::vector<std::pair<uint32_t, uint64_t>>{{0, 9}}));
+  }
+  {
+    std::lock_guard<std::mutex> l(p.rec[0].mu);
+    EXPECT_EQ(p.rec[0].rejoin_requests, (std::vector<std::pair<uint32_t, uint64_t>>{{1, 9}}));
+  }
+  EXPECT_EQ(restarted->stats().lost, 0u);
+  EXPECT_EQ(p.net[0]->stats().lost, 0u);
+  // A frame of the old incarnation (still in flight somewhere) is stale.
+  const uint64_t stale = p.net[0]->stats().stale;
+  pb::PeerMessage m;
+  m.set_from_node(1);
+  m.set_incarnation(old_incarnation);
+  m.set_to_incarnation(p.net[0]->incarnation());
+  m.set_seq(restarted->stats().sent + 1);
+  m.mutable_batch()->set_sequencer_id(1);
+  m.mutable_batch()->set_epoch(1);
+  SendRaw(c, 0, m);
+  for (int i = 0; i < 2000 && p.net[0]->stats().stale == stale; ++i) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_EQ(p.net[0]->stats().stale, stale + 1);
+  std::lock_guard<std::mutex> l(p.rec[0].mu);
+  EXPECT_TRUE(p.rec[0].epochs.empty());
+  restarted->Stop();
 }
 
 TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {

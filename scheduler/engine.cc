@@ -35,7 +35,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   // none before its sequencer knows the agreed start time.
   e->accepting_.store(options.peers == nullptr, std::memory_order_release);
   if (e->local_.empty()) return absl::InvalidArgumentError("this node serves no partition");
-  Transport* transport = options.peers != nullptr ? static_cast<Transport*>(options.peers) : e->transport_.get();
+  if (options.peers != nullptr) {
+    e->retention_ = std::make_unique<PeerRetention>(options.peers->num_nodes(), options.peers->node_id(),
+                                                    options.rejoin_retention_bytes);
+    e->outbox_ = std::make_unique<PeerOutbox>(options.peers, e->retention_.get(), !options.log.dir.empty());
+  }
+  Transport* transport = options.peers != nullptr ? static_cast<Transport*>(e->outbox_.get()) : e->transport_.get();
   // The window ahead of the merged epoch for peers' batches and early reads.
   const uint64_t window_epochs =
       std::max<uint64_t>(16, (options.peer_window_us + options.epoch_us - 1) / options.epoch_us);
@@ -83,6 +88,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
         [self](std::shared_ptr<const pb::Batch> b) { self->EnqueueLocal(b); },
         [self](const pb::TxnResult& r) { self->DeliverNow(r); },
         [self](const absl::Status& s) { self->OnLogFailure(s); });
+    // Reads and results for other nodes leave once their epoch is durable
+    // here (scheduler/peer_outbox.h).
+    if (e->outbox_ != nullptr) {
+      PeerOutbox* outbox = e->outbox_.get();
+      e->stage_->SetDurableHook([outbox](uint64_t epoch) { outbox->SetDurable(epoch); });
+    }
   }
   // Last: a peer batch may arrive at once and must find the log stage.
   if (options.peers != nullptr) options.peers->SetHandler(e.get());
@@ -109,7 +120,6 @@ Engine::Engine(const EngineOptions& options, const Partitioner* partitioner, con
   } else {
     so.sequencer_id = peers->node_id();
     so.id_scheme = EpochBatcher::IdScheme::kEpochSequencer;
-    outgoing_.resize(peers->num_nodes());
   }
   sequencer_ = std::make_unique<Sequencer>(so, partitioner, this);
 }
@@ -124,9 +134,7 @@ uint64_t Engine::RegisterClient(TxnClient* client) {
   return clients_.size();  // ids start at 1; 0 means "no client"
 }
 
-absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epoch,
-                           std::optional<uint64_t> checkpoint_epoch) {
-  if (started_) return absl::FailedPreconditionError("engine already started");
+absl::Status Engine::CheckSchemas() const {
   const PartitionId first = local_[0];
   for (PartitionId p : local_) {
     if (stores_[p]->table_ids() != stores_[first]->table_ids())
@@ -137,12 +145,25 @@ absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epo
         return absl::FailedPreconditionError(
             absl::StrCat("table ", id, " has another record size on partition ", p));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epoch,
+                           std::optional<uint64_t> checkpoint_epoch) {
+  if (started_) return absl::FailedPreconditionError("engine already started");
+  if (absl::Status s = CheckSchemas(); !s.ok()) return s;
   started_ = true;
   if (stage_ == nullptr) {
+    if (options_.peers != nullptr) {
+      // The clock epoch's origin: the sequencer starts at epoch 1.
+      clock_origin_epoch_.store(sequencer_->epochs_closed(), std::memory_order_release);
+      start_us_.store(start_us, std::memory_order_release);
+    }
     for (PartitionId p : local_) schedulers_[p]->Start();
   } else {
-    // ReplayLog starts the schedulers once the checkpoint is loaded.
-    absl::Status s = ReplayLog(resume_epoch, checkpoint_epoch);
+    // ReplayLog sets the clock (before its replay, review finding 1) and
+    // starts the schedulers once the checkpoint is loaded.
+    absl::Status s = ReplayLog(start_us, resume_epoch, checkpoint_epoch);
     if (!s.ok()) {
       stopped_ = true;
       accepting_.store(false, std::memory_order_release);
@@ -150,12 +171,6 @@ absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epo
       for (PartitionId p : local_) schedulers_[p]->Stop();
       return s;
     }
-  }
-  if (options_.peers != nullptr) {
-    // The clock epoch's origin: after a recovery the sequencer resumes at
-    // first_epoch, which closes at start_us + epoch_us (sequencer.h).
-    clock_origin_epoch_.store(sequencer_->epochs_closed(), std::memory_order_relaxed);
-    start_us_.store(start_us, std::memory_order_release);
   }
   sequencer_->Start(start_us);
   accepting_.store(true, std::memory_order_release);
@@ -336,24 +351,15 @@ void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
   }
   if (options_.peers != nullptr) {
     // Every other node gets the txns touching its partitions, every epoch
-    // (an empty batch too, so its schedulers can pass the epoch).
-    PeerLink* peers = options_.peers;
-    const uint32_t self = peers->node_id();
-    for (uint32_t n = 0; n < outgoing_.size(); ++n) {
-      outgoing_[n].Clear();
-      outgoing_[n].set_sequencer_id(batch->sequencer_id());
-      outgoing_[n].set_epoch(batch->epoch());
-    }
+    // (an empty batch too, so its schedulers can pass the epoch); each
+    // part is kept until that node's log holds its epoch (a rejoin).
     ExpectResults(*batch);  // before any peer can see the batch
-    std::vector<bool> to(outgoing_.size());
-    for (const pb::Txn& t : batch->txns()) {
-      std::fill(to.begin(), to.end(), false);
-      for (PartitionId p : ParticipantsOf(t)) to[peers->NodeOf(p)] = true;
-      for (uint32_t n = 0; n < to.size(); ++n)
-        if (to[n] && n != self) *outgoing_[n].add_txns() = t;
+    std::vector<std::shared_ptr<pb::Batch>> parts = Parts(*batch);
+    for (uint32_t n = 0; n < parts.size(); ++n) {
+      if (parts[n] == nullptr) continue;
+      retention_->OnSentBatch(n, parts[n]);
+      options_.peers->SendBatch(n, *parts[n]);
     }
-    for (uint32_t n = 0; n < outgoing_.size(); ++n)
-      if (n != self) peers->SendBatch(n, outgoing_[n]);
   }
   if (stage_ != nullptr) {
     stage_->Add(std::move(batch));  // logs it; executes it now or once durable
@@ -552,6 +558,10 @@ EngineStats Engine::stats() const {
   s.conflicting_peer_batches = conflicting_peer_batches_.load();
   s.peer_window_epochs = window_ != nullptr ? window_->window_epochs() : 0;
   s.pending_bytes = pending_bytes_.load();
+  s.late_peer_results = late_peer_results_.load();
+  s.rejoin_requests = rejoin_requests_.load();
+  s.retained_bytes = retention_ != nullptr ? retention_->message_bytes() : 0;
+  s.rejoined_at = rejoined_at_.load();
   s.epochs = sequencer_->epochs_closed();
   if (stage_ != nullptr) {
     s.durable_epoch = stage_->durable_epoch();

@@ -22,7 +22,9 @@
 // their epoch is durable on every node; Start() first replays the log (the
 // replayed txns' results go to the clients again: the client endpoint
 // rebuilds its exactly-once table from them) and the sequencer continues
-// after it.
+// after it. A cluster node restarted while the others kept running calls
+// Rejoin() instead (engine_rejoin.cc): it replays its log and catches up
+// from its peers, which keep what it may need (scheduler/peer_retention.h).
 //
 // Thread-safety: Submit* are thread-safe; the rest belongs to one owner thread.
 #ifndef DETDB_SCHEDULER_ENGINE_H_
@@ -53,6 +55,8 @@
 #include "scheduler/log_stage.h"
 #include "scheduler/peer_batch_window.h"
 #include "scheduler/peer_link.h"
+#include "scheduler/peer_outbox.h"
+#include "scheduler/peer_retention.h"
 #include "scheduler/procedure.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/transport.h"
@@ -94,6 +98,12 @@ struct EngineOptions {
   uint64_t peer_window_us = 10'000'000;
   // Per partition: bytes of remote reads held for txns not taken yet.
   size_t max_held_reads_bytes = 64u << 20;
+  // Cluster mode: per other node, at most this many bytes of the remote
+  // reads and results sent to it since the newest checkpoint every node
+  // holds are kept for its rejoin (scheduler/peer_retention.h); beyond,
+  // the oldest are dropped and that node can no longer rejoin alone from
+  // an older checkpoint.
+  uint64_t rejoin_retention_bytes = 256u << 20;
   // Cluster mode: the link to the other nodes (must outlive the engine).
   // Only partitions with peers->NodeOf(p) == peers->node_id() are served
   // here; txn ids follow EpochBatcher::IdScheme::kEpochSequencer.
@@ -135,6 +145,10 @@ struct EngineStats {
   uint64_t conflicting_peer_batches = 0;  // a (sequencer, epoch) delivered before with other txns: refused, ERROR
   uint64_t peer_window_epochs = 0;      // that window
   uint64_t pending_bytes = 0;           // TxnCharge of the txns accepted, not yet answered
+  uint64_t late_peer_results = 0;       // a result for an epoch merged here and not awaited (resent): dropped
+  uint64_t rejoin_requests = 0;         // peers' RejoinRequests answered
+  uint64_t retained_bytes = 0;          // reads and results kept for peers' rejoins (PeerRetention)
+  uint64_t rejoined_at = 0;             // Rejoin: the last epoch sequenced before (0: no rejoin)
   LogStage::WriterStats log;                             // input log writer (metrics)
   std::vector<SchedulerStats> partitions;
 };
@@ -181,6 +195,30 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // only the log after it is replayed.
   absl::Status Start(uint64_t start_us = 0, std::optional<uint64_t> resume_epoch = std::nullopt,
                      std::optional<uint64_t> checkpoint_epoch = std::nullopt);
+  // Instead of Start, in a cluster with the input log: this node restarted
+  // while the other nodes kept running on `clock` (every peer said so in
+  // its Hello: ZmqPeerNet::running_cluster). Asks every peer what it holds
+  // of this node's batches, decides what this node sequences again
+  // (scheduler/rejoin_plan.h), replays its log from its newest valid
+  // checkpoint, resends the peers the batches they lack, takes theirs and
+  // the remote reads and results of its txns since the checkpoint from
+  // them (RejoinRequest), resumes its sequencer on the cluster's clock,
+  // and returns once every replayed txn of its own is answered and every
+  // txn up to the epochs it sequenced again is done here. Clients are
+  // refused until then. FailedPrecondition (naming the cause) when the
+  // rejoin is impossible: a log that lost durable epochs, a peer that no
+  // longer keeps what the checkpoint needs (restart every node then);
+  // Cancelled by CancelStart. docs/DURABILITY.md "Rejoining a running
+  // cluster".
+  absl::Status Rejoin(const ClusterClock& clock);
+  // Makes a Start or Rejoin waiting for its peers return Cancelled.
+  // Thread-safe.
+  void CancelStart() { start_cancelled_.store(true, std::memory_order_release); }
+  // The clock the sequencer runs on (cluster mode; zero before Start).
+  // Thread-safe.
+  ClusterClock clock() const {
+    return {start_us_.load(std::memory_order_acquire), clock_origin_epoch_.load(std::memory_order_acquire)};
+  }
   // Checks the input log and trims a torn tail; returns its last complete
   // epoch. DataLoss / FailedPrecondition (naming the file and offset) when
   // the node must refuse to start. REQUIRES: options.log.dir set, before Start.
@@ -302,11 +340,55 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void OnPeerResult(const pb::TxnResult& result) override;
   void OnPeerDurable(uint32_t node, uint64_t epoch) override;
   void OnPeerCheckpoint(uint32_t node, uint64_t epoch) override;
+  void OnRejoinRequest(uint32_t node, const pb::RejoinRequest& request) override;
+  void OnRejoinReply(uint32_t node, const pb::RejoinReply& reply) override;
 
  private:
   // Start's part with the input log (engine_recovery.cc): load the
   // checkpoint, then start the schedulers, replay, wait.
-  absl::Status ReplayLog(std::optional<uint64_t> resume_epoch, std::optional<uint64_t> checkpoint_epoch);
+  absl::Status ReplayLog(uint64_t start_us, std::optional<uint64_t> resume_epoch,
+                         std::optional<uint64_t> checkpoint_epoch);
+  // What LoadAndReplay replayed.
+  struct Replayed {
+    uint64_t from = 0;   // the checkpoint loaded (0: none)
+    uint64_t own = 0;    // txns of our sequencer (answered here)
+    uint64_t total = 0;  // txns in all
+    TxnId last_id = 0;
+    std::map<uint64_t, std::shared_ptr<const pb::Batch>> own_batches;  // by epoch (cluster mode)
+  };
+  // Loads the checkpoint (at or before resume), starts the schedulers,
+  // opens the log after resume and hands the epochs after the checkpoint
+  // to the schedulers, noting the results awaited (engine_recovery.cc).
+  absl::StatusOr<Replayed> LoadAndReplay(uint64_t resume, std::optional<uint64_t> checkpoint_epoch,
+                                         bool every_node_holds);
+  // Ends the buffering of peer results that came before replay noted what
+  // it awaits, and hands the buffered ones on.
+  void CloseEarlyResults();
+  // Same schema on every partition (FailedPrecondition otherwise).
+  absl::Status CheckSchemas() const;
+  // Rejoin's parts (engine_rejoin.cc).
+  absl::Status RejoinSteps(const ClusterClock& clock);
+  // Sends request to every peer and waits for all answers (resending now
+  // and then); an answer's error fails it.
+  absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> AskEveryPeer(pb::RejoinRequest request);
+  uint64_t SendRejoinRequest(uint32_t node, pb::RejoinRequest request);  // returns its id
+  void ResendRejoinRequest(uint64_t id);
+  // The answer to request id once it came (the call is then forgotten).
+  std::optional<pb::RejoinReply> TakeRejoinReply(uint64_t id);
+  void ForgetRejoinRequest(uint64_t id);
+  // What CheckPeerBatch checks of the txns of a batch of sequencer seq
+  // (ids in place, Validate), recomputing their derived fields; a rejoin
+  // checks its own batches rebuilt from the peers' parts with it.
+  absl::Status CheckBatchTxns(pb::Batch* batch, uint32_t seq) const;
+  // The parts of batch for every other node (whole txns touching its
+  // partitions; empty parts too); null for self.
+  std::vector<std::shared_ptr<pb::Batch>> Parts(const pb::Batch& batch) const;
+  // Rejoin: asks every peer for the reads and results of txns from
+  // first_epoch on, in chunks paced by the merge, until *stop; again from
+  // the merged epoch when the merge makes no progress for a while. Sets
+  // *error if a peer cannot serve it.
+  void PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, absl::Status* error, std::mutex* error_mu);
+  bool StartCancelled() const { return start_cancelled_.load(std::memory_order_acquire); }
   // engine_checkpoint.cc: finds the valid checkpoints (RecoverLog); loads
   // the one to start from into the stores, returns its epoch (0: none).
   absl::Status FindCheckpoints(uint64_t log_epoch);
@@ -359,6 +441,10 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::vector<std::unique_ptr<PartitionStore>> stores_;  // by partition; nullptr if not local
   std::vector<PartitionId> local_;
   std::unique_ptr<InProcessTransport> transport_;         // one process only
+  // Cluster mode: what peers may need to rejoin, and the way reads and
+  // results go to them (kept; with the log, once their epoch is durable).
+  std::unique_ptr<PeerRetention> retention_;
+  std::unique_ptr<PeerOutbox> outbox_;
   std::vector<std::unique_ptr<Scheduler>> schedulers_;    // by partition; nullptr if not local
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<LogStage> stage_;                       // null without the input log
@@ -369,9 +455,22 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::vector<TxnClient*> clients_;
   bool started_ = false, stopped_ = false;
   std::atomic<bool> accepting_{false};
-  // Cluster mode, sequencer thread only: per other node, the part of the
-  // batch it gets.
-  std::vector<pb::Batch> outgoing_;
+  std::atomic<bool> start_cancelled_{false};
+  // Everything up to this epoch is in our log (the replay's end): a peer's
+  // batches of such epochs count as received (RejoinReply.next_expected).
+  std::atomic<uint64_t> replay_floor_{0};
+  // Rejoin requests this node sent, by id: to whom, and the answer once it
+  // came.
+  struct RejoinCall {
+    uint32_t node = 0;
+    pb::RejoinRequest request;
+    std::optional<pb::RejoinReply> reply;
+  };
+  std::mutex rejoin_mu_;
+  std::condition_variable rejoin_cv_;
+  uint64_t next_rejoin_id_ = 1;                 // guarded by rejoin_mu_
+  std::map<uint64_t, RejoinCall> rejoin_calls_;  // guarded by rejoin_mu_
+  std::atomic<uint64_t> rejoin_requests_{0}, rejoined_at_{0}, late_peer_results_{0};
 
   std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0}, bad_peer_batches_{0}, bad_peer_results_{0};
   std::atomic<uint64_t> duplicate_peer_batches_{0}, far_peer_batches_{0}, conflicting_peer_batches_{0};

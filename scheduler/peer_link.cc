@@ -1,6 +1,8 @@
 #include "scheduler/peer_link.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "glog/logging.h"
 #include "scheduler/remote_reads_guard.h"
@@ -24,38 +26,72 @@ class InProcessPeerHub::Link final : public PeerLink {
       LOG_EVERY_N(WARNING, 1000) << "refusing remote reads: " << s;
       return;
     }
-    hub_->receivers_.at(to)->OnRemoteReads(std::move(msg));
+    hub_->Deliver(node_, hub_->node_of_.at(to), [&] { hub_->receivers_.at(to)->OnRemoteReads(std::move(msg)); });
   }
   void SendBatch(uint32_t node, const pb::Batch& batch) override {
     CHECK_NE(node, node_);
-    hub_->links_.at(node)->handler_->OnPeerBatch(std::make_shared<pb::Batch>(batch));
+    hub_->Deliver(node_, node, [&] { handler(node)->OnPeerBatch(std::make_shared<pb::Batch>(batch)); });
   }
   void SendResult(uint32_t node, const pb::TxnResult& result) override {
-    hub_->links_.at(node)->handler_->OnPeerResult(result);
+    hub_->Deliver(node_, node, [&] { handler(node)->OnPeerResult(result); });
   }
   void SetDurableEpoch(uint64_t epoch) override {
-    for (const auto& l : hub_->links_)
-      if (l.get() != this) l->handler_->OnPeerDurable(node_, epoch);
+    for (uint32_t n = 0; n < num_nodes_; ++n)
+      if (n != node_) hub_->Deliver(node_, n, [&] { handler(n)->OnPeerDurable(node_, epoch); });
   }
   void SetCheckpointEpoch(uint64_t epoch) override {
-    for (const auto& l : hub_->links_)
-      if (l.get() != this) l->handler_->OnPeerCheckpoint(node_, epoch);
+    for (uint32_t n = 0; n < num_nodes_; ++n)
+      if (n != node_) hub_->Deliver(node_, n, [&] { handler(n)->OnPeerCheckpoint(node_, epoch); });
+  }
+  void SendRejoinRequest(uint32_t node, const pb::RejoinRequest& request) override {
+    CHECK_NE(node, node_);
+    hub_->Deliver(node_, node, [&] { handler(node)->OnRejoinRequest(node_, request); });
+  }
+  void SendRejoinReply(uint32_t node, const pb::RejoinReply& reply) override {
+    CHECK_NE(node, node_);
+    hub_->Deliver(node_, node, [&] { handler(node)->OnRejoinReply(node_, reply); });
   }
 
  private:
+  PeerHandler* handler(uint32_t node) const { return hub_->links_.at(node)->handler_; }
+
   InProcessPeerHub* const hub_;
   const uint32_t node_, num_nodes_;
-  PeerHandler* handler_ = nullptr;
+  PeerHandler* handler_ = nullptr;  // written only while detached (or before any message)
 };
 
 InProcessPeerHub::InProcessPeerHub(std::vector<uint32_t> node_of)
     : node_of_(std::move(node_of)), receivers_(node_of_.size(), nullptr) {
   const uint32_t n = node_of_.empty() ? 0 : *std::max_element(node_of_.begin(), node_of_.end()) + 1;
-  for (uint32_t i = 0; i < n; ++i) links_.push_back(std::make_unique<Link>(this, i, n));
+  up_ = std::make_unique<std::atomic<bool>[]>(n);
+  busy_ = std::make_unique<std::atomic<int64_t>[]>(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    links_.push_back(std::make_unique<Link>(this, i, n));
+    up_[i].store(true);
+    busy_[i].store(0);
+  }
 }
 
 InProcessPeerHub::~InProcessPeerHub() = default;
 
 PeerLink* InProcessPeerHub::link(uint32_t node) { return links_.at(node).get(); }
+
+template <typename F>
+void InProcessPeerHub::Deliver(uint32_t from, uint32_t to, F&& deliver) {
+  // Counted first, then checked (Detach: cleared first, then waits for the
+  // count): either Detach waits for this delivery or it is skipped.
+  busy_[from].fetch_add(1);
+  busy_[to].fetch_add(1);
+  if (up_[from].load() && up_[to].load()) deliver();
+  busy_[to].fetch_sub(1);
+  busy_[from].fetch_sub(1);
+}
+
+void InProcessPeerHub::Detach(uint32_t node) {
+  up_[node].store(false);
+  while (busy_[node].load() != 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+void InProcessPeerHub::Attach(uint32_t node) { up_[node].store(true); }
 
 }  // namespace detdb
