@@ -112,6 +112,12 @@ std::string Node::MetricsText() const {
   m.Sample("detdb_peer_refused_total", {{"reason", "bad_batch"}}, es.bad_peer_batches);
   m.Sample("detdb_peer_refused_total", {{"reason", "bad_result"}}, es.bad_peer_results);
   m.Counter("detdb_peer_frames_lost_total", "Peer frames missing from a sequence (lost in transit)", ns.lost);
+  // Rejoins (docs/DURABILITY.md, "Rejoining a running cluster").
+  m.Counter("detdb_peer_restarts_total", "Hellos of a newer incarnation of a peer (it restarted)", ns.restarts);
+  m.Counter("detdb_rejoin_requests_total", "Rejoining peers' requests answered", es.rejoin_requests);
+  m.Gauge("detdb_rejoin_retained_bytes", "Remote reads and results kept for the peers' rejoins", es.retained_bytes);
+  m.Counter("detdb_peer_results_late_total", "Peer results for txns answered already (a peer replaying)",
+            es.late_peer_results);
   return m.text();
 }
 

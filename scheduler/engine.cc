@@ -90,9 +90,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
         [self](const absl::Status& s) { self->OnLogFailure(s); });
     // Reads and results for other nodes leave once their epoch is durable
     // here (scheduler/peer_outbox.h).
+    // While some wait, idle epochs are not logged lazily (LogStage).
     if (e->outbox_ != nullptr) {
       PeerOutbox* outbox = e->outbox_.get();
+      LogStage* stage = e->stage_.get();
       e->stage_->SetDurableHook([outbox](uint64_t epoch) { outbox->SetDurable(epoch); });
+      e->stage_->SetWaitingHook([outbox] { return outbox->holding(); });
+      outbox->SetHoldHook([stage] { stage->Hurry(); });
     }
   }
   // Last: a peer batch may arrive at once and must find the log stage.

@@ -92,6 +92,9 @@ absl::Status Engine::ReplayLog(uint64_t start_us, std::optional<uint64_t> resume
     if (!e.ok()) return e.status();
   }
   const uint64_t resume = resume_epoch.value_or(log_epoch_);
+  // Every node's log holds the epochs up to resume (a peer rejoining while
+  // we replay counts them as received here).
+  replay_floor_.store(resume, std::memory_order_release);
   if (options_.peers != nullptr) {
     // The cluster's clock before the replay (review finding 1): the peers
     // that finished first sequence on, and their batches and reads are

@@ -161,7 +161,7 @@ absl::Status LogStage::DrainLocked() {
     Pending& p = pending_.begin()->second;
     const bool end = next_.second + 1 == num_sequencers_;
     // An idle epoch's empty batch, no reply waiting: logged lazily.
-    const bool lazy = p.batch->txns_size() == 0 && held() == 0;
+    const bool lazy = p.batch->txns_size() == 0 && held() == 0 && !(waiting_hook_ && waiting_hook_());
     absl::Status s = writer_->Append(next_.first, next_.second, p.payload, end, lazy);
     if (!s.ok()) return s;  // the writer's own failure is sticky
     if (!epoch_ids_ && p.batch->txns_size() > 0) last_id_ = p.batch->txns().rbegin()->id();
@@ -238,6 +238,11 @@ void LogStage::Advance(uint64_t w, TxnId dense_bound) {
   if (out.empty()) return;
   if (options_.crash_hook) options_.crash_hook("log_synced");
   for (const pb::TxnResult& r : out) deliver_(r);
+}
+
+void LogStage::Hurry() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (writer_ != nullptr) writer_->Hurry();
 }
 
 void LogStage::Hold(const pb::TxnResult& result) {

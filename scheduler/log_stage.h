@@ -123,6 +123,13 @@ class LogStage {
   // Called with this node's durable epoch whenever it rises (by Open, and
   // on the writer thread). REQUIRES: before Open.
   void SetDurableHook(std::function<void(uint64_t)> hook) { durable_hook_ = std::move(hook); }
+  // True while something outside waits for the durability of epochs here
+  // (PeerOutbox): idle epochs are then not logged lazily. REQUIRES: before
+  // Open.
+  void SetWaitingHook(std::function<bool()> hook) { waiting_hook_ = std::move(hook); }
+  // Writes and syncs lazily queued records now (something began to wait).
+  // Thread-safe.
+  void Hurry();
 
   void Add(std::shared_ptr<const pb::Batch> batch);
   void Hold(const pb::TxnResult& result);
@@ -170,6 +177,7 @@ class LogStage {
   const ResultFn deliver_;
   const FatalFn fatal_;
   std::function<void(uint64_t)> durable_hook_;  // set before Open
+  std::function<bool()> waiting_hook_;          // set before Open
   uint64_t recovered_epoch_ = 0;  // owner thread
   std::map<uint64_t, uint32_t> recovered_crcs_;  // owner thread: RecoveredEpochCrc
   bool recovered_ = false;        // owner thread: Recover() ran (Open refuses otherwise)

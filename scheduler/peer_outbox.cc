@@ -27,29 +27,41 @@ void PeerOutbox::Resend(PartitionId to, pb::RemoteReads msg) { Gate(to, std::mov
 void PeerOutbox::ResendResult(uint32_t node, const pb::TxnResult& result) { GateResult(node, result); }
 
 void PeerOutbox::Gate(PartitionId to, pb::RemoteReads msg) {
+  bool held = false, first = false;
   if (gated_) {
     const uint64_t epoch = EpochBatcher::IdEpoch(msg.txn_id());
     std::lock_guard<std::mutex> l(mu_);
     if (epoch > durable_) {
       held_[epoch].reads.emplace_back(to, std::move(msg));
-      ++held_count_;
-      return;
+      held = true;
+      first = ++held_count_ == 1;
+      holding_.store(true, std::memory_order_release);
     }
   }
-  peers_->Send(to, std::move(msg));
+  if (!held) {
+    peers_->Send(to, std::move(msg));
+  } else if (first && hold_hook_) {
+    hold_hook_();
+  }
 }
 
 void PeerOutbox::GateResult(uint32_t node, const pb::TxnResult& result) {
+  bool held = false, first = false;
   if (gated_) {
     const uint64_t epoch = EpochBatcher::IdEpoch(result.txn_id());
     std::lock_guard<std::mutex> l(mu_);
     if (epoch > durable_) {
       held_[epoch].results.emplace_back(node, result);
-      ++held_count_;
-      return;
+      held = true;
+      first = ++held_count_ == 1;
+      holding_.store(true, std::memory_order_release);
     }
   }
-  peers_->SendResult(node, result);
+  if (!held) {
+    peers_->SendResult(node, result);
+  } else if (first && hold_hook_) {
+    hold_hook_();
+  }
 }
 
 void PeerOutbox::SetDurable(uint64_t epoch) {
@@ -64,6 +76,7 @@ void PeerOutbox::SetDurable(uint64_t epoch) {
       out.push_back(std::move(it->second));
     }
     held_.erase(held_.begin(), end);
+    holding_.store(held_count_ > 0, std::memory_order_release);
   }
   for (Held& h : out) {
     for (auto& [to, r] : h.reads) peers_->Send(to, std::move(r));

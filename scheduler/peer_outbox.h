@@ -22,7 +22,9 @@
 #ifndef DETDB_SCHEDULER_PEER_OUTBOX_H_
 #define DETDB_SCHEDULER_PEER_OUTBOX_H_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -55,6 +57,11 @@ class PeerOutbox final : public Transport {
   void ResendResult(uint32_t node, const pb::TxnResult& result);
 
   uint64_t held() const;  // messages waiting now
+  bool holding() const { return holding_.load(std::memory_order_acquire); }
+  // Called (without the lock) when a message starts to wait while none
+  // did: the log should not wait for its lazy deadline. REQUIRES: before
+  // the first Send.
+  void SetHoldHook(std::function<void()> hook) { hold_hook_ = std::move(hook); }
 
  private:
   // Sends now, or holds until the txn's epoch is durable here.
@@ -71,6 +78,8 @@ class PeerOutbox final : public Transport {
   uint64_t durable_ = 0;                // guarded by mu_
   std::map<uint64_t, Held> held_;       // guarded by mu_: by txn epoch
   uint64_t held_count_ = 0;             // guarded by mu_
+  std::atomic<bool> holding_{false};    // held_count_ > 0
+  std::function<void()> hold_hook_;
 };
 
 }  // namespace detdb

@@ -69,6 +69,8 @@ struct Two {
 TEST(PeerOutbox, MessagesForOtherNodesWaitUntilTheirEpochIsDurableHere) {
   Two t;
   PeerOutbox out(t.hub.link(0), &t.retention, /*gated=*/true);
+  int hurried = 0;  // the log is told once when messages start to wait
+  out.SetHoldHook([&] { ++hurried; });
   out.SetDurable(4);
   out.Send(1, Reads(Id(4, 0), 0));  // durable already: at once
   out.Send(1, Reads(Id(5, 0), 0));
@@ -79,6 +81,8 @@ TEST(PeerOutbox, MessagesForOtherNodesWaitUntilTheirEpochIsDurableHere) {
   EXPECT_TRUE(t.Results(1).empty());
   EXPECT_EQ(t.Reads(0), (std::vector<uint64_t>{Id(9, 0)}));
   EXPECT_EQ(out.held(), 3u);
+  EXPECT_TRUE(out.holding());
+  EXPECT_EQ(hurried, 1);
   out.SetDurable(5);
   EXPECT_EQ(t.Reads(1), (std::vector<uint64_t>{Id(4, 0), Id(5, 0)}));
   EXPECT_EQ(t.Results(1), (std::vector<uint64_t>{Id(5, 2)}));
@@ -86,6 +90,7 @@ TEST(PeerOutbox, MessagesForOtherNodesWaitUntilTheirEpochIsDurableHere) {
   out.SetDurable(6);
   EXPECT_EQ(t.Reads(1), (std::vector<uint64_t>{Id(4, 0), Id(5, 0), Id(6, 1)}));
   EXPECT_EQ(out.held(), 0u);
+  EXPECT_FALSE(out.holding());
   // Every message for node 1 is kept for its rejoin, the local one is not.
   PeerRetention::Messages kept = t.retention.MessagesFrom(1, 1, 1 << 20);
   EXPECT_EQ(kept.reads.size(), 3u);
@@ -93,6 +98,7 @@ TEST(PeerOutbox, MessagesForOtherNodesWaitUntilTheirEpochIsDurableHere) {
   // A resend follows the same rule and is not kept twice.
   out.Resend(1, Reads(Id(8, 0), 0));
   EXPECT_EQ(out.held(), 1u);
+  EXPECT_EQ(hurried, 2);
   out.SetDurable(8);
   EXPECT_EQ(t.Reads(1).back(), Id(8, 0));
   EXPECT_EQ(t.retention.MessagesFrom(1, 1, 1 << 20).reads.size(), 3u);
