@@ -162,7 +162,7 @@ void Engine::OnPeerResult(const pb::TxnResult& result) {
         early_results_.push_back(result);
         return;
       }
-      if (EpochBatcher::IdEpoch(result.txn_id()) < merged_epoch()) {
+      if (const uint64_t epoch = EpochBatcher::IdEpoch(result.txn_id()); epoch >= 1 && epoch < merged_epoch()) {
         // Every result awaited for that epoch was noted when it was
         // sequenced here: this one was answered already (a peer replaying,
         // or resending for a rejoin).
