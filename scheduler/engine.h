@@ -103,7 +103,7 @@ struct EngineOptions {
   // holds are kept for its rejoin (scheduler/peer_retention.h); beyond,
   // the oldest are dropped and that node can no longer rejoin alone from
   // an older checkpoint.
-  uint64_t rejoin_retention_bytes = 256u << 20;
+  uint64_t rejoin_retention_bytes = 64u << 20;
   // Cluster mode: the link to the other nodes (must outlive the engine).
   // Only partitions with peers->NodeOf(p) == peers->node_id() are served
   // here; txn ids follow EpochBatcher::IdScheme::kEpochSequencer.
