@@ -19,12 +19,14 @@
 #include "bench/timeseries.h"
 #include "bench/micro_cluster.h"
 #include "bench/micro_runner.h"
+#include "bench/crash_command.h"
 #include "bench/sim_command.h"
 #include "client/cluster_config.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
 DEFINE_string(lock_manager, "dclp", "dclp, det2pl, vll, vll_sca or dclp_frag (--compare runs all)");
+DEFINE_string(intent_locks, "lil", "Intent locks of the workers: lil, sli or queue (storage/intent_lock.h)");
 DEFINE_bool(compare, false, "Run every lock manager on the identical txn stream and compare");
 DEFINE_uint32(partitions, 1, "Partitions in this process (each: 1 lock thread + --workers workers)");
 DEFINE_uint32(workers, 1, "Worker threads per partition");
@@ -41,6 +43,9 @@ DEFINE_double(duration, 3, "Seconds per lock manager when --txns is 0");
 DEFINE_uint32(outstanding, 4000, "Closed-loop client: txns in flight at most (tpcc: 200 unless given)");
 DEFINE_uint64(epoch_us, 1000, "Sequencer epoch length in microseconds (tpcc in one process: 500 unless given)");
 DEFINE_uint32(max_active, 2000, "Admission cap: active txns per partition at most");
+DEFINE_bool(staged_alloc, false,
+            "Txn states and their buffers from per-sub-batch slabs freed in bulk (seed 003; docs/STORAGE.md); "
+            "false: pooled states with heap buffers");
 DEFINE_bool(adaptive_admission, true, "The admission window adapts to the workers (up to --max_active); false: a fixed window of --max_active");
 DEFINE_uint32(table_size, 1u << 20, "Hash locks / VLL counters per partition (power of two)");
 DEFINE_uint64(seed, 1, "Workload seed");
@@ -67,16 +72,18 @@ void PrintJson(const MicroRunResult& r) {
   printf("{\"lock_manager\":\"%s\",\"txns_per_sec\":%.0f,\"committed\":%lu,\"aborted\":%lu,"
          "\"seconds\":%.3f,\"p50_us\":%lu,\"p90_us\":%lu,\"p99_us\":%lu,\"p999_us\":%lu,"
          "\"blocked_at_admission\":%.4f,\"avg_active\":%.1f,\"window\":%.0f,\"parked\":%lu,\"client_busy\":%.3f,"
-         "\"cpu_us_per_txn\":%.3f,\"peak_lock_bytes\":%zu,\"digest\":\"%016lx\",\"contention\":%g,\"keys_per_txn\":%u,"
+         "\"cpu_us_per_txn\":%.3f,\"lock_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"peak_lock_bytes\":%zu,\"digest\":\"%016lx\",\"contention\":%g,\"keys_per_txn\":%u,"
          "\"write_fraction\":%g,\"compute_us\":%g,\"depth\":%u,\"multipartition\":%g,"
-         "\"partitions\":%u,\"workers\":%u}\n",
+         "\"partitions\":%u,\"workers\":%u,\"staged_alloc\":%s}\n",
          r.lock_manager.c_str(), r.txns_per_sec, static_cast<unsigned long>(r.committed),
          static_cast<unsigned long>(r.aborted), r.seconds, static_cast<unsigned long>(r.p50_us),
          static_cast<unsigned long>(r.p90_us), static_cast<unsigned long>(r.p99_us),
          static_cast<unsigned long>(r.p999_us), r.blocked_at_admission, r.avg_active, r.window,
-         static_cast<unsigned long>(r.parked), r.client_busy, r.cpu_us_per_txn, r.peak_lock_bytes,
+         static_cast<unsigned long>(r.parked), r.client_busy, r.cpu_us_per_txn, r.lock_us_per_txn,
+         r.worker_us_per_txn, r.peak_lock_bytes,
          static_cast<unsigned long>(r.digest), FLAGS_contention, FLAGS_keys_per_txn, FLAGS_write_fraction,
-         FLAGS_compute_us, FLAGS_depth, FLAGS_multipartition, FLAGS_partitions, FLAGS_workers);
+         FLAGS_compute_us, FLAGS_depth, FLAGS_multipartition, FLAGS_partitions, FLAGS_workers,
+         FLAGS_staged_alloc ? "true" : "false");
   fflush(stdout);
 }
 
@@ -94,8 +101,9 @@ void PrintSummary(const MicroRunResult& r) {
   if (r.replayed != 0)
     printf("  replay of the log: %lu txns in %.2f s (%.2f s per million txns)\n",
            static_cast<unsigned long>(r.replayed), r.replay_seconds, r.replay_seconds * 1e6 / r.replayed);
-  printf("  client busy %.0f%% of the run (txn generation + submission); process CPU %.2f us per txn\n",
-         100 * r.client_busy, r.cpu_us_per_txn);
+  printf("  client busy %.0f%% of the run (txn generation + submission); process CPU %.2f us per txn, "
+         "of it lock threads %.2f us and workers %.2f us\n",
+         100 * r.client_busy, r.cpu_us_per_txn, r.lock_us_per_txn, r.worker_us_per_txn);
   printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
   fflush(stdout);
 }
@@ -239,6 +247,7 @@ int Micro() {
     if (FLAGS_compute_us > 0) printf(", %g us compute per read", FLAGS_compute_us);
     if (FLAGS_depth > 0) printf(", depth %u", FLAGS_depth);
     if (FLAGS_multipartition > 0) printf(", %g multi-partition", FLAGS_multipartition);
+    if (FLAGS_staged_alloc) printf(", staged allocation");
     if (FLAGS_txns > 0) {
       printf("; %lu txns each\n", static_cast<unsigned long>(FLAGS_txns));
     } else {
@@ -296,7 +305,18 @@ int Micro() {
     std::vector<MicroRunResult>& v = runs[name];
     std::sort(v.begin(), v.end(),
               [](const MicroRunResult& a, const MicroRunResult& b) { return a.txns_per_sec < b.txns_per_sec; });
-    const MicroRunResult& median = v[v.size() / 2];
+    MicroRunResult median = v[v.size() / 2];
+    // CPU figures: each one's own median over the rounds (steadier than the
+    // median-throughput run's).
+    const auto median_of = [&v](double MicroRunResult::*f) {
+      std::vector<double> x;
+      for (const MicroRunResult& r : v) x.push_back(r.*f);
+      std::sort(x.begin(), x.end());
+      return x[x.size() / 2];
+    };
+    median.cpu_us_per_txn = median_of(&MicroRunResult::cpu_us_per_txn);
+    median.lock_us_per_txn = median_of(&MicroRunResult::lock_us_per_txn);
+    median.worker_us_per_txn = median_of(&MicroRunResult::worker_us_per_txn);
     if (FLAGS_json) {
       PrintJson(median);
     } else if (rounds > 1) {
@@ -309,12 +329,15 @@ int Micro() {
   if (results.size() > 1 && !FLAGS_json) {
     const double base = results[0].txns_per_sec;
     const double base_cpu = results[0].cpu_us_per_txn;
-    printf("\n%-10s %12s %8s %9s %8s %8s %8s %10s %10s %7s  %s\n", "lock_mgr", "txns/s", "vs dclp", "cpu_us/tx",
-           "vs dclp", "p50_us", "p99_us", "blocked", "avg_active", "window", "digest");
+    const double base_lock = results[0].lock_us_per_txn;
+    printf("\n%-10s %12s %8s %9s %8s %9s %8s %8s %8s %10s %10s %7s  %s\n", "lock_mgr", "txns/s", "vs dclp",
+           "cpu_us/tx", "vs dclp", "lock_us/tx", "vs dclp", "p50_us", "p99_us", "blocked", "avg_active", "window",
+           "digest");
     for (const MicroRunResult& r : results)
-      printf("%-10s %12.0f %7.2fx %9.2f %7.2fx %8lu %8lu %9.1f%% %10.1f %7.0f  %016lx\n", r.lock_manager.c_str(),
-             r.txns_per_sec, r.txns_per_sec / base, r.cpu_us_per_txn,
-             base_cpu > 0 ? r.cpu_us_per_txn / base_cpu : 0, static_cast<unsigned long>(r.p50_us),
+      printf("%-10s %12.0f %7.2fx %9.2f %7.2fx %9.2f %7.2fx %8lu %8lu %9.1f%% %10.1f %7.0f  %016lx\n",
+             r.lock_manager.c_str(), r.txns_per_sec, r.txns_per_sec / base, r.cpu_us_per_txn,
+             base_cpu > 0 ? r.cpu_us_per_txn / base_cpu : 0, r.lock_us_per_txn,
+             base_lock > 0 ? r.lock_us_per_txn / base_lock : 0, static_cast<unsigned long>(r.p50_us),
              static_cast<unsigned long>(r.p99_us), 100 * r.blocked_at_admission, r.avg_active, r.window,
              static_cast<unsigned long>(r.digest));
     if (FLAGS_txns > 0) {
@@ -347,12 +370,16 @@ int main(int argc, char** argv) {
   const std::string cmd = argc >= 2 ? argv[1] : "";
   const bool tpcc = cmd == "tpcc";
   const bool figure = cmd == "figure" && argc >= 3 && argv[2][0] != '-';
-  if (cmd != "micro" && cmd != "tpcc" && cmd != "calibrate" && cmd != "simulate" && !figure) {
+  if (cmd != "micro" && cmd != "tpcc" && cmd != "calibrate" && cmd != "simulate" && cmd != "crash" && cmd != "lil" &&
+      !figure) {
     fprintf(stderr, "usage: detdb-bench micro [--compare] [--lock_manager=NAME] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench tpcc [--compare] [--warehouses=N] [--mix=full] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench calibrate --out=FILE       (the simulation's costs on this host)\n"
                     "       detdb-bench simulate [--nodes=M] [--partitions=P] [--workers=N] [--compare] [--validate]\n"
-                    "       detdb-bench figure NAME --out=DIR [--real]  (NAME: fig2..fig9, table2, all)\n"
+                    "       detdb-bench figure NAME --out=DIR [--real]  (NAME: fig2..fig9, table2, all; staged, lil)\n"
+                    "       detdb-bench figure elision --out=DIR   (seed 001: index latches, lock elision)\n"
+                    "       detdb-bench crash --nodes=3 --kills=K --seed=S [--crash_mode=one|all|mixed]\n"
+                    "       detdb-bench lil [--lil_agents=1,2,4] [--lil_absolute=...] [--rounds=N] [--json]  (seed 000 Fig. 4)\n"
                     "       detdb-bench micro --helpshort   (all flags)\n");
     return 2;
   }
@@ -367,5 +394,7 @@ int main(int argc, char** argv) {
   if (cmd == "calibrate") return detdb::CalibrateCommand();
   if (figure) return detdb::FigureCommand(figure_name);
   if (cmd == "simulate") return detdb::SimulateCommand();
+  if (cmd == "crash") return detdb::CrashCommand();
+  if (cmd == "lil") return detdb::IntentLockCommand();
   return tpcc ? detdb::tpcc::TpccCommand() : detdb::Micro();
 }

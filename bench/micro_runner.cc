@@ -79,7 +79,9 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   eo.workers = o.workers;
   eo.release_on_workers = o.release_on_workers;
   eo.adaptive_admission = o.adaptive_admission;
+  eo.staged_alloc = o.staged_alloc;
   eo.lock_manager = o.lock_manager;
+  eo.intent_locks = o.intent_locks;
   eo.lock = o.lock;
   eo.epoch_us = o.epoch_us;
   eo.log = o.log;
@@ -101,6 +103,15 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
 
   const auto start = Clock::now();
   const double cpu_start = ProcessCpuSeconds();
+  const auto thread_cpu = [&engine](uint64_t* lock_ns, uint64_t* worker_ns) {
+    *lock_ns = *worker_ns = 0;
+    for (const SchedulerStats& p : (*engine)->stats().partitions) {
+      *lock_ns += p.lock_thread_cpu_ns;
+      *worker_ns += p.workers_cpu_ns;
+    }
+  };
+  uint64_t lock_ns_start, worker_ns_start;
+  thread_cpu(&lock_ns_start, &worker_ns_start);
   const auto end = start + std::chrono::duration<double>(o.duration_s);
   auto next_report = start + std::chrono::seconds(1);
   uint64_t submitted = 0;
@@ -157,6 +168,8 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   }
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
   const double cpu_secs = ProcessCpuSeconds() - cpu_start;
+  uint64_t lock_ns_end, worker_ns_end;
+  thread_cpu(&lock_ns_end, &worker_ns_end);
   s = (*engine)->Stop();
   if (!s.ok()) return s;
 
@@ -184,6 +197,11 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   r.digest = (*engine)->Digest();
   r.client_busy = busy_s / secs;
   r.cpu_us_per_txn = r.committed == 0 ? 0 : 1e6 * cpu_secs / static_cast<double>(r.committed);
+  if (r.committed != 0) {
+    r.lock_us_per_txn = 1e-3 * static_cast<double>(lock_ns_end - lock_ns_start) / static_cast<double>(r.committed);
+    r.worker_us_per_txn =
+        1e-3 * static_cast<double>(worker_ns_end - worker_ns_start) / static_cast<double>(r.committed);
+  }
   if (o.measure_replay && !o.log.dir.empty()) {
     // A restart on the log: load the tables (not timed), then Start replays.
     engine->reset();

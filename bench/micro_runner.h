@@ -24,9 +24,11 @@ namespace detdb {
 struct MicroRunOptions {
   MicroOptions workload;
   std::string lock_manager = "dclp";
+  std::string intent_locks = "lil";  // EngineOptions::intent_locks
   uint32_t workers = 1;            // per partition
   bool release_on_workers = true;  // see SchedulerOptions
   bool adaptive_admission = true;  // see SchedulerOptions
+  bool staged_alloc = false;       // see SchedulerOptions
   uint64_t epoch_us = 1000;
   LockManagerOptions lock;
   uint64_t txns = 0;               // stop after this many txns (0: use duration)
@@ -58,6 +60,10 @@ struct MicroRunResult {
   // when idle, so this is the work a txn costs; unlike txns/s it hardly
   // moves when other processes share the cores (a noisy machine).
   double cpu_us_per_txn = 0;
+  // The same for the partitions' lock threads alone (the lock manager, the
+  // merge, admission and their wake-ups) and for their workers together.
+  double lock_us_per_txn = 0;
+  double worker_us_per_txn = 0;
   size_t peak_lock_bytes = 0;
   uint64_t replayed = 0;            // measure_replay: txns replayed
   double replay_seconds = 0;        // and how long Start() took with them

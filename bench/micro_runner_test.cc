@@ -42,6 +42,11 @@ TEST(RunMicro, EveryLockManagerReachesTheSameDigest) {
     EXPECT_EQ(r->committed, 3000u) << name;
     EXPECT_GT(r->txns_per_sec, 0) << name;
     EXPECT_GT(r->p99_us, 0u) << name;
+    // The threads' CPU split: both sides did work, and no more than the
+    // whole process used.
+    EXPECT_GT(r->lock_us_per_txn, 0) << name;
+    EXPECT_GT(r->worker_us_per_txn, 0) << name;
+    EXPECT_LE(r->lock_us_per_txn + r->worker_us_per_txn, r->cpu_us_per_txn * 1.05) << name;
     if (digest == 0) digest = r->digest;
     EXPECT_EQ(r->digest, digest) << name;
   }

@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "bench/metered_lock_manager.h"
 #include "common/partitioner.h"
 #include "scheduler/partition_txn.h"
 #include "scheduler/scheduler_core.h"
@@ -17,50 +18,6 @@
 
 namespace detdb {
 namespace {
-
-// The real lock manager, counting the keys of every Lock and Release: what
-// the simulation charges the thread that called it.
-class MeteredLockManager final : public LockManager {
- public:
-  explicit MeteredLockManager(std::unique_ptr<LockManager> inner) : inner_(std::move(inner)) {}
-  std::string_view name() const override { return inner_->name(); }
-  bool CanAdmit() const override { return inner_->CanAdmit(); }
-  bool Lock(LockTxn* t, ReadyList* ready) override {
-    ++ops_;
-    keys_ += Keys(*t);
-    return inner_->Lock(t, ready);
-  }
-  void Prefetch(const LockTxn& t) const override { inner_->Prefetch(t); }
-  void Release(LockTxn* t, ReadyList* ready) override {
-    ++ops_;
-    keys_ += Keys(*t);
-    inner_->Release(t, ready);
-  }
-  void Poll(bool input_idle, ReadyList* ready) override { inner_->Poll(input_idle, ready); }
-  bool IsQuiescent() const override { return inner_->IsQuiescent(); }
-  absl::Status CheckInvariants() const override { return inner_->CheckInvariants(); }
-  LockStats stats() const override { return inner_->stats(); }
-
-  // The distinct keys of t (a read-modify-write key is in both sets; the
-  // calibration's txns list each key once).
-  static uint64_t Keys(const LockTxn& t) {
-    uint64_t n = t.writes.size();
-    for (Key k : t.reads) n += std::find(t.writes.begin(), t.writes.end(), k) == t.writes.end();
-    return n;
-  }
-
-  // Virtual ns of the Lock and Release calls since the last call; each
-  // call is half of a txn's calibrated Lock + Release.
-  double TakeCost(const SimCosts::Lock& c) {
-    const double ns = ops_ * c.txn_ns / 2 + keys_ * c.key_ns / 2;
-    ops_ = keys_ = 0;
-    return ns;
-  }
-
- private:
-  const std::unique_ptr<LockManager> inner_;
-  uint64_t ops_ = 0, keys_ = 0;
-};
 
 class SimInput final : public MergedInput {
  public:
@@ -72,7 +29,9 @@ class SimInput final : public MergedInput {
   SubBatchMerger* const m_;
 };
 
-enum class Kind : uint8_t { kEpoch, kSubBatch, kLockIter, kLockIterEnd, kWorkerTake, kWorkerDone, kReads, kResult };
+enum class Kind : uint8_t {
+  kEpoch, kSubBatch, kLockIter, kLockIterEnd, kWorkerTake, kWorkerDone, kReads, kResult, kClientDone
+};
 
 struct Event {
   double t;
@@ -95,6 +54,14 @@ struct KeyUse {
 struct Worker {
   bool busy = false;  // taken or reserved (a wake-up under way)
   PartitionTxn* next = nullptr;  // the first successor it released itself
+  double busy_ns = 0;
+};
+
+// A node's front end: its client (and sequencer), one thread that spends
+// front_txn_ns per result it turns into the next submission.
+struct Front {
+  bool busy = false;
+  uint64_t queued = 0;  // results waiting for the client thread
   double busy_ns = 0;
 };
 
@@ -143,6 +110,8 @@ class Sim {
   }
   double Net(uint32_t from_node, uint32_t to_node) const { return from_node == to_node ? 0 : c_.net_ns; }
   void Submit(uint32_t node, double t);
+  void OnResult(uint32_t node, double t);
+  void ClientDone(uint32_t node, double t);
   void CloseEpoch(uint32_t node, double t);
   void WakeLock(uint32_t p, double t);
   void LockIter(uint32_t p, double t);
@@ -172,6 +141,7 @@ class Sim {
   const SimCosts::Lock lc_;
   const std::unique_ptr<Partitioner> partitioner_;
   std::vector<Partition> parts_;
+  std::vector<Front> fronts_;                // by node
   std::vector<MicroGenerator> gens_;         // by node, the microbenchmark
   std::vector<tpcc::Generator> tpcc_gens_;  // by node, TPC-C
   uint64_t multi_committed_ = 0;
@@ -184,7 +154,7 @@ class Sim {
   uint64_t seq_ = 0;
   double begin_ = 0, end_ = 0;
   uint64_t committed_ = 0, parked_ = 0, events_ = 0;
-  uint64_t running_ = 0;  // lock threads awake and workers busy
+  uint64_t running_ = 0;  // lock threads awake, workers and clients busy
 };
 
 absl::Status Sim::Init() {
@@ -215,6 +185,7 @@ absl::Status Sim::Init() {
     part.workers.resize(o_.workers);
   }
   pending_.resize(o_.nodes);
+  fronts_.resize(o_.nodes);
   for (uint32_t n = 0; n < o_.nodes; ++n) {
     if (o_.tpcc.warehouses > 0) {
       tpcc::GeneratorOptions g;
@@ -249,6 +220,39 @@ void Sim::Submit(uint32_t node, double t) {
   txn.set_client_id(node);
   txn.set_client_seq(next_seq_++);
   submit_t_.push_back(t);
+}
+
+// A result reached its node's client: it pays front_txn_ns before the next
+// txn is submitted, one result at a time.
+void Sim::OnResult(uint32_t node, double t) {
+  if (!o_.model_front || c_.front_txn_ns <= 0) {
+    Submit(node, t);
+    return;
+  }
+  Front& f = fronts_[node];
+  if (f.busy) {
+    ++f.queued;
+    return;
+  }
+  f.busy = true;
+  ++running_;
+  const double cost = c_.front_txn_ns * Stretch();
+  f.busy_ns += Busy(t, t + cost);
+  Push(t + cost, Kind::kClientDone, node);
+}
+
+void Sim::ClientDone(uint32_t node, double t) {
+  Submit(node, t);
+  Front& f = fronts_[node];
+  if (f.queued == 0) {
+    f.busy = false;
+    --running_;
+    return;
+  }
+  --f.queued;
+  const double cost = c_.front_txn_ns * Stretch();
+  f.busy_ns += Busy(t, t + cost);
+  Push(t + cost, Kind::kClientDone, node);
 }
 
 // The node's sequencer closes the epoch: ids in (epoch, sequencer, index)
@@ -321,7 +325,7 @@ void Sim::LockIter(uint32_t p, double t) {
   }
   for (LockTxn* lt : ready) part.out.push_back(static_cast<PartitionTxn*>(lt->user));
   part.lock_progress = released || r.progress || !ready.empty();
-  double cost = part.lm->TakeCost(lc_);
+  double cost = part.lm->TakeCost(lc_, c_.lock_txn_extra_ns);
   if (part.lock_progress) cost = std::max(cost, 50.0);  // a pass is never free
   cost *= Stretch();
   part.lock_busy_ns += Busy(t, t + cost);
@@ -379,6 +383,8 @@ void Sim::Start(uint32_t p, uint32_t w, PartitionTxn* st, double t) {
   Partition& part = parts_[p];
   const pb::Txn& txn = *st->txn;
   double cost = 0;
+  // The worker's own overhead per txn (queue, hand-back), paid once.
+  const double extra = st->resumed ? 0 : c_.worker_txn_extra_ns * Stretch();
   if (!st->resumed) {
     const double read_ns = c_.exec_key_ns * st->local_reads.size() * Stretch();
     if (st->reader) {  // the local reads go to the other executors
@@ -388,17 +394,17 @@ void Sim::Start(uint32_t p, uint32_t w, PartitionTxn* st, double t) {
       }
     }
     if (!st->executor) {
-      cost = read_ns;
+      cost = read_ns + extra;
     } else if (st->MissingRemoteReads() && !part.remote.TakeEarlyOrPark(st)) {
       ++parked_;  // WAITING: the worker moves on
-      part.workers[w].busy_ns += Busy(t, t + read_ns);
-      Push(t + read_ns, Kind::kWorkerTake, p, 0, nullptr, w);
+      part.workers[w].busy_ns += Busy(t, t + read_ns + extra);
+      Push(t + read_ns + extra, Kind::kWorkerTake, p, 0, nullptr, w);
       return;
     }
   }
   if (st->executor) {
     cost = (c_.exec_txn_ns + c_.exec_key_ns * txn.read_set_size() +
-            o_.workload.compute_us * 1000.0 * txn.read_set_size()) * Stretch();
+            o_.workload.compute_us * 1000.0 * txn.read_set_size()) * Stretch() + extra;
   }
   part.workers[w].busy_ns += Busy(t, t + cost);
   Push(t + cost, Kind::kWorkerDone, p, 0, st, w);
@@ -424,7 +430,7 @@ absl::Status Sim::WorkerDone(uint32_t p, uint32_t w, PartitionTxn* st, double t)
     part.core->Release(st, &ready);
     part.core->Poll(&ready);
     const bool wake = part.core->AdmissionWorthResuming();
-    const double cost = part.lm->TakeCost(lc_) * Stretch();
+    const double cost = part.lm->TakeCost(lc_, c_.lock_txn_extra_ns) * Stretch();
     part.core_busy_until = t + cost;
     part.workers[w].busy_ns += Busy(t, t + cost);
     next_t = t + cost;
@@ -523,7 +529,8 @@ absl::StatusOr<SimResult> Sim::Run() {
         if (PartitionTxn* st = parts_[e.a].remote.OnRemoteReads(std::move(msg))) Dispatch(e.a, st, e.t);
         break;
       }
-      case Kind::kResult: Submit(e.a, e.t); break;
+      case Kind::kResult: OnResult(e.a, e.t); break;
+      case Kind::kClientDone: ClientDone(e.a, e.t); break;
     }
   }
   SimResult r;
@@ -543,6 +550,7 @@ absl::StatusOr<SimResult> Sim::Run() {
     for (const Worker& w : part.workers) r.worker_busy += w.busy_ns / span / (parts_.size() * part.workers.size());
   }
   r.blocked_at_admission = admitted == 0 ? 0 : static_cast<double>(blocked) / admitted;
+  for (const Front& f : fronts_) r.client_busy += f.busy_ns / span / fronts_.size();
   r.parked = parked_;
   r.multipartition = committed_ == 0 ? 0 : static_cast<double>(multi_committed_) / committed_;
   r.events = events_;

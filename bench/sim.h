@@ -16,10 +16,12 @@
 // - the lock thread: one server per partition. An iteration takes the txns
 //   handed back, releases them, runs one Admit() slice and dispatches what
 //   became ready; it costs the lock manager's calibrated per-txn and per-key
-//   cost for every Lock and every Release it made. With nothing to do it
+//   cost for every Lock and every Release it made, plus the lock side's
+//   calibrated overhead per txn (merge, admission, queues). With nothing to do it
 //   sleeps until a hand-back, a sub-batch or a starving worker wakes it.
 // - workers: N servers per partition with one FIFO queue. A txn costs the
-//   calibrated execution per txn and per key, plus --compute_us per key read;
+//   calibrated execution per txn and per key, plus --compute_us per key read,
+//   plus the worker's calibrated overhead per txn;
 //   a passive participant (reads only) costs its reads. An executor still
 //   missing remote reads is parked (the real RemoteReadsTable) and the
 //   worker moves on. A finished txn goes back to the lock thread (one
@@ -28,8 +30,10 @@
 // - hand-offs: a dispatch to a sleeping worker and a hand-back to a sleeping
 //   lock thread cost one calibrated hand-off; to a busy one, nothing.
 // - nodes: each of M nodes has a sequencer closing an epoch every epoch_us
-//   and a closed-loop client of outstanding/M txns (a txn is resubmitted the
-//   moment its result is produced; no client cost). A batch reaches another
+//   and a closed-loop client of outstanding/M txns: one thread that spends
+//   the calibrated front-end cost per txn (generating and submitting it,
+//   the sequencer's share, taking the result) before it resubmits, one
+//   result at a time. A batch reaches another
 //   node's partitions after the network delay, and so do remote reads.
 //   Partitions of one node exchange reads and batches at no cost.
 // - TPC-C (SimOptions::tpcc, fig. 10): New-Order and Payment drawn by the
@@ -43,7 +47,8 @@
 // What is NOT modelled: cache misses beyond what the calibration averaged
 // (hot lock state, cold records), memory bandwidth, contention for lm_mu_
 // and the queues' mutexes, the OS scheduler, NIC bandwidth and batching of
-// network messages, the client's and the sequencer's own CPU time, TPC-C's
+// network messages, the sequencer as a thread of its own (its CPU is in the
+// front end's per-txn cost), TPC-C's
 // Delivery, Order-Status and Stock-Level (a reconnaissance needs the data).
 //
 // Checks: with check_g1, every txn's start and end are checked against
@@ -95,9 +100,15 @@ struct SimOptions {
   // paper's machines). With cores > 0 a step (a lock pass, a txn's run)
   // that starts while R > cores threads run (lock threads awake, workers
   // busy) takes R / cores times its calibrated cost: processor sharing,
-  // frozen at the step's start. The client and sequencer threads are not
-  // counted.
+  // frozen at the step's start. A busy client thread counts; the
+  // sequencer's CPU is in the client's (the front end's) cost.
   uint32_t cores = 0;
+  // Charge the front end (client + sequencer) its calibrated cost per txn
+  // (SimCosts::front_txn_ns, one thread per node). Off: a txn is
+  // resubmitted the moment its result is produced, as if the front end had
+  // cores of its own to spare (the figures of the paper's setup: its clients
+  // and sequencer were not what it measured).
+  bool model_front = true;
   bool check_g1 = true;
   // Makes the lock manager of every partition (tests: a broken one). Null:
   // NewLockManager(lock_manager, lock).
@@ -111,6 +122,7 @@ struct SimResult {
   double blocked_at_admission = 0;
   double lock_thread_busy = 0;  // share of the measured span, averaged over partitions
   double worker_busy = 0;       // per worker, averaged
+  double client_busy = 0;       // per node's client thread (front end), averaged
   uint64_t parked = 0;
   double multipartition = 0;    // share of the committed txns with more than one participant
   uint64_t events = 0;

@@ -167,6 +167,46 @@ TEST(SimCores, SharingFewerCoresThanThreadsLowersThroughput) {
       << "own " << own->txns_per_sec << " shared " << shared->txns_per_sec;
 }
 
+// The front end (client + sequencer) is a thread per node that pays
+// front_txn_ns per txn: it bounds a node's throughput at 1e9 / front_txn_ns,
+// and with shared cores its busy thread slows the others down.
+TEST(SimFront, TheClientsCostBoundsANodeAndCompetesForCores) {
+  SimOptions o = Contended("dclp");
+  o.workload.partitions = 1;
+  o.nodes = 1;
+  o.workers = 2;
+  o.workload.multipartition = 0;
+  o.workload.contention = 0.0001;
+  o.outstanding = 1000;
+  o.warmup_s = 0.01;
+  o.duration_s = 0.02;
+  SimCosts c = TestCosts();
+  auto free_front = RunSim(o, c);
+  c.front_txn_ns = 20000;  // at most 50K txns/s
+  auto slow_front = RunSim(o, c);
+  ASSERT_TRUE(free_front.ok() && slow_front.ok());
+  EXPECT_GT(free_front->txns_per_sec, 100000) << "without a front-end cost the engine is the limit";
+  EXPECT_LE(slow_front->txns_per_sec, 50000 * 1.01);
+  EXPECT_GT(slow_front->txns_per_sec, 50000 * 0.9) << "the client is the bottleneck and always busy";
+  EXPECT_GT(slow_front->client_busy, 0.95);
+  // Extra lock-side and worker costs per txn slow the engine down.
+  c.front_txn_ns = 0;
+  c.lock_txn_extra_ns = 2000;
+  c.worker_txn_extra_ns = 8000;
+  auto heavier = RunSim(o, c);
+  ASSERT_TRUE(heavier.ok());
+  EXPECT_LT(heavier->txns_per_sec, 0.7 * free_front->txns_per_sec);
+  // A front end sharing 2 cores with the engine's threads.
+  c = TestCosts();
+  c.front_txn_ns = 3000;
+  o.cores = 2;
+  auto shared = RunSim(o, c);
+  c.front_txn_ns = 0;
+  auto shared_free = RunSim(o, c);
+  ASSERT_TRUE(shared.ok() && shared_free.ok());
+  EXPECT_LT(shared->txns_per_sec, 0.9 * shared_free->txns_per_sec);
+}
+
 TEST(SimCostsTest, TextRoundTripAndBadInput) {
   const SimCosts c = TestCosts();
   auto back = SimCosts::FromText(c.ToText());
@@ -174,6 +214,25 @@ TEST(SimCostsTest, TextRoundTripAndBadInput) {
   EXPECT_EQ(back->exec_key_ns, c.exec_key_ns);
   EXPECT_EQ(back->net_ns, c.net_ns);
   EXPECT_EQ(back->lock.size(), c.lock.size());
+  SimCosts with_overheads = c;
+  with_overheads.front_txn_ns = 5;
+  with_overheads.lock_txn_extra_ns = 6;
+  with_overheads.worker_txn_extra_ns = 7;
+  auto again = SimCosts::FromText(with_overheads.ToText());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->front_txn_ns, 5);
+  EXPECT_EQ(again->lock_txn_extra_ns, 6);
+  EXPECT_EQ(again->worker_txn_extra_ns, 7);
+  // A file of an older calibration (without the overheads) still loads.
+  std::string old = c.ToText();
+  for (const char* name : {"lock_txn_extra_ns", "worker_txn_extra_ns", "front_txn_ns"}) {
+    const size_t at = old.find(name);
+    ASSERT_NE(at, std::string::npos);
+    old.erase(at, old.find('\n', at) + 1 - at);
+  }
+  auto older = SimCosts::FromText(old);
+  ASSERT_TRUE(older.ok()) << older.status();
+  EXPECT_EQ(older->front_txn_ns, 0);
   EXPECT_EQ(back->LockCosts("vll")->key_ns, 60);
   EXPECT_FALSE(back->LockCosts("nope").ok());
   EXPECT_FALSE(SimCosts::FromText("exec_txn_ns 1\n").ok());            // incomplete

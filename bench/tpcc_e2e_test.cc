@@ -86,11 +86,13 @@ TEST_P(TpccEndToEnd, ConsistentAndEqualToTheSerialExecutorAndEveryLockManager) {
   for (PartitionId p = 0; p < c.partitions; ++p) digests.push_back(raw[p]->Digest());
   EXPECT_TRUE(CheckConsistency(craw, o.scale, true).ok);
 
-  // The same history through the engine under every lock manager.
+  // The same history through the engine under every lock manager, with
+  // staged allocation of the txn states (staged_states.h).
   for (const std::string& lm : LockManagerNames()) {
     EngineOptions eo;
     eo.lock_manager = lm;
     eo.workers = 2;
+    eo.staged_alloc = true;
     eo.lock.max_active = 300;
     eo.lock.check_invariants = false;
     auto e = Engine::Create(eo, &parts, &procs);

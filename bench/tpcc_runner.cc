@@ -28,6 +28,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// CPU seconds of every thread of this process so far.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 uint64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
@@ -298,6 +305,7 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   eo.workers = o.workers;
   eo.release_on_workers = o.release_on_workers;
   eo.adaptive_admission = o.adaptive_admission;
+  eo.staged_alloc = o.staged_alloc;
   eo.lock_manager = o.lock_manager;
   eo.lock = o.lock;
   eo.epoch_us = o.epoch_us;
@@ -318,11 +326,24 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   r.partitions = o.partitions;
   r.nodes = 1;
   Driver driver(o, g, &backend);
+  const auto workers_ns = [&engine] {
+    uint64_t ns = 0;
+    for (const SchedulerStats& p : (*engine)->stats().partitions) ns += p.workers_cpu_ns;
+    return ns;
+  };
+  const uint64_t workers_ns_start = workers_ns();
+  const double cpu_start = ProcessCpuSeconds();
   s = driver.Run(&r);
+  const double cpu_secs = ProcessCpuSeconds() - cpu_start;
+  const uint64_t workers_ns_run = workers_ns() - workers_ns_start;
   absl::Status stop = (*engine)->Stop(std::chrono::seconds(60));
   if (!s.ok()) return s;
   if (!stop.ok()) return stop;
   Finish(&r);
+  if (r.committed > 0) {
+    r.cpu_us_per_txn = 1e6 * cpu_secs / static_cast<double>(r.committed);
+    r.worker_us_per_txn = 1e-3 * static_cast<double>(workers_ns_run) / static_cast<double>(r.committed);
+  }
   const EngineStats es = (*engine)->stats();
   for (const SchedulerStats& p : es.partitions) {
     const double n = static_cast<double>(es.partitions.size());

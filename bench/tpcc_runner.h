@@ -43,6 +43,7 @@ struct TpccRunOptions {
   uint32_t workers = 1;
   bool release_on_workers = true;  // see SchedulerOptions
   bool adaptive_admission = true;  // see SchedulerOptions
+  bool staged_alloc = false;       // see SchedulerOptions
   uint64_t epoch_us = 1000;
   LockManagerOptions lock;
   bool record_history = false;     // keep the batches (tests replay them)
@@ -83,6 +84,10 @@ struct TpccRunResult {
   // admission, the window at the end, its changes, worker starvations.
   double blocked_at_admission = 0, avg_active = 0, window = 0;
   uint64_t window_grows = 0, window_shrinks = 0, starved = 0;
+  // One process only: CPU time per committed txn over the measured run, of
+  // the whole process (client and loader's idle threads included) and of
+  // the partitions' workers.
+  double cpu_us_per_txn = 0, worker_us_per_txn = 0;
   std::vector<std::shared_ptr<const pb::Batch>> history;  // one process, record_history
   // One process only: each table at the end, summed over partitions
   // (Table::memory_bytes, Table::reclaim_stats; docs/STORAGE.md).

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/types.h"
 
 namespace detdb {
 
@@ -74,7 +75,14 @@ absl::StatusOr<std::optional<pb::ClientReply>> Client::Receive(std::chrono::mill
   pb::ClientReply r;
   if (!r.ParseFromArray(frame.data(), static_cast<int>(frame.size())))
     return absl::InternalError(absl::StrCat(endpoint_, ": reply does not parse"));
+  NoteEpochs(r);
   return std::optional<pb::ClientReply>(std::move(r));
+}
+
+void Client::NoteEpochs(const pb::ClientReply& r) {
+  for (const pb::TxnResult& res : r.results())
+    if (res.status() == pb::STATUS_OK || res.status() == pb::STATUS_ABORTED)
+      seen_epoch_ = std::max(seen_epoch_, EpochOfTxnId(res.txn_id()));
 }
 
 absl::StatusOr<pb::ClientReply> Client::Call(pb::ClientRequest request, std::chrono::milliseconds timeout) {
@@ -99,13 +107,15 @@ absl::StatusOr<pb::ClientReply> Client::Call(pb::ClientRequest request, std::chr
     }
     pb::ClientReply r;
     if (!r.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) continue;
+    NoteEpochs(r);
     if (r.request_id() != id) {  // a txn result or an older reply: keep it
       others.push_back(std::move(r));
       continue;
     }
     if (r.status() != pb::STATUS_OK)
       out = absl::Status(r.status() == pb::STATUS_UNAVAILABLE ? absl::StatusCode::kUnavailable
-                                                               : absl::StatusCode::kInvalidArgument,
+                         : r.status() == pb::STATUS_NOT_FOUND ? absl::StatusCode::kNotFound
+                                                              : absl::StatusCode::kInvalidArgument,
                          r.error());
     else
       out = std::move(r);
@@ -139,6 +149,18 @@ absl::StatusOr<pb::CheckpointInfo> Client::Checkpoint(uint64_t epoch, std::chron
   auto reply = Call(r, timeout);
   if (!reply.ok()) return reply.status();
   return reply->checkpoint();
+}
+
+absl::StatusOr<pb::ScanReply> Client::Scan(const std::string& table, uint64_t from_row, uint32_t limit,
+                                           std::chrono::milliseconds timeout, uint64_t after_epoch) {
+  pb::ClientRequest r;
+  r.set_scan_table(table);
+  r.set_scan_from(from_row);
+  r.set_scan_limit(limit);
+  r.set_scan_after_epoch(after_epoch);
+  auto reply = Call(r, timeout);
+  if (!reply.ok()) return reply.status();
+  return reply->scan();
 }
 
 absl::StatusOr<pb::ClientReply> Client::Check(uint64_t epoch, std::chrono::milliseconds timeout) {
@@ -294,6 +316,7 @@ absl::StatusOr<pb::TxnResult> Client::Run(const pb::Txn& txn, std::chrono::milli
       }
       pb::ClientReply r;
       if (!r.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) continue;
+      NoteEpochs(r);
       pb::ClientReply rest = r;
       rest.clear_results();
       for (const pb::TxnResult& res : r.results()) {
@@ -329,6 +352,12 @@ absl::StatusOr<pb::TxnResult> Client::Run(const pb::Txn& txn, std::chrono::milli
   }
   for (auto& r : others) stash_.push_back(std::move(r));
   return out;
+}
+
+uint64_t ClusterClient::seen_epoch() const {
+  uint64_t e = 0;
+  for (const auto& n : nodes_) e = std::max(e, n->seen_epoch());
+  return e;
 }
 
 }  // namespace detdb

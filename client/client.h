@@ -59,6 +59,15 @@ class Client {
   // Has the node take a checkpoint at the boundary after `epoch` (see
   // pb::ClientRequest::checkpoint_epoch); returns once it is published.
   absl::StatusOr<pb::CheckpointInfo> Checkpoint(uint64_t epoch, std::chrono::milliseconds timeout);
+  // A scan of `table` (name or id) on the node's partitions while txns run
+  // (pb::ClientRequest::scan_table): up to `limit` records with row >=
+  // from_row, in key order, after every txn of epochs <= after_epoch ran
+  // there (pass seen_epoch() to read your own writes).
+  absl::StatusOr<pb::ScanReply> Scan(const std::string& table, uint64_t from_row, uint32_t limit,
+                                     std::chrono::milliseconds timeout, uint64_t after_epoch = 0);
+  // The newest epoch of any txn result this client has received (from a
+  // cluster node: txn ids carry their epoch, EpochOfTxnId).
+  uint64_t seen_epoch() const { return seen_epoch_; }
   // The workload's consistency check of the node's partitions at the
   // boundary of `epoch` (reply fields consistency_*).
   absl::StatusOr<pb::ClientReply> Check(uint64_t epoch, std::chrono::milliseconds timeout);
@@ -86,12 +95,15 @@ class Client {
  private:
   explicit Client(const std::string& endpoint);
   absl::StatusOr<pb::ClientReply> Call(pb::ClientRequest request, std::chrono::milliseconds timeout);
+  // Raises seen_epoch_ to the epochs of r's results.
+  void NoteEpochs(const pb::ClientReply& r);
 
   const std::string endpoint_;
   zmq::context_t ctx_{1};
   zmq::socket_t socket_;
   uint64_t next_request_id_ = 1;
   std::deque<pb::ClientReply> stash_;
+  uint64_t seen_epoch_ = 0;
 };
 
 class ClusterClient {
@@ -116,6 +128,8 @@ class ClusterClient {
   absl::StatusOr<std::vector<pb::NodeInfo>> InfoAll(std::chrono::milliseconds timeout);
   // Waits until every node answers and is ready.
   absl::Status WaitReady(std::chrono::milliseconds timeout);
+  // The newest epoch of any result received from any node (Client::seen_epoch).
+  uint64_t seen_epoch() const;
 
  private:
   pb::ClusterConfig config_;

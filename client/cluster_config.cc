@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -21,6 +22,15 @@ namespace detdb {
 namespace {
 
 constexpr uint32_t kMaxNodes = 64;
+
+// A host name or an IPv4/IPv6 address: letters, digits, '.', '-', ':' (and
+// '[', ']' around IPv6), at most 253 characters.
+bool IsHostLike(const std::string& host) {
+  return host.size() <= 253 && std::all_of(host.begin(), host.end(), [](char c) {
+           return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' ||
+                  c == '[' || c == ']';
+         });
+}
 
 // Collects parser errors with their line and column.
 class ErrorCollector : public google::protobuf::io::ErrorCollector {
@@ -45,13 +55,12 @@ absl::Status ValidateClusterConfig(const pb::ClusterConfig& c) {
     if (n.id() >= kMaxNodes) return absl::InvalidArgumentError(absl::StrCat(who, ": node ids must be below ", kMaxNodes));
     if (!ids.insert(n.id()).second) return absl::InvalidArgumentError(absl::StrCat(who, ": duplicate node id"));
     if (n.host().empty()) return absl::InvalidArgumentError(absl::StrCat(who, ": no host"));
-    // A host name or an IPv4/IPv6 address: letters, digits, '.', '-', ':'
-    // (and '[', ']' around IPv6), at most 253 characters.
-    if (n.host().size() > 253 || !std::all_of(n.host().begin(), n.host().end(), [](char c) {
-          return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' ||
-                 c == '[' || c == ']';
-        }))
+    if (!IsHostLike(n.host()))
       return absl::InvalidArgumentError(absl::StrCat(who, ": host \"", absl::CHexEscape(n.host().substr(0, 64)),
+                                                     "\" is not a host name or address"));
+    if (!IsHostLike(n.http_host()))  // optional (empty: loopback)
+      return absl::InvalidArgumentError(absl::StrCat(who, ": http_host \"",
+                                                     absl::CHexEscape(n.http_host().substr(0, 64)),
                                                      "\" is not a host name or address"));
     std::vector<uint32_t> ports = {n.peer_port(), n.client_port()};
     if (n.http_port() != 0) ports.push_back(n.http_port());  // optional
@@ -75,11 +84,17 @@ absl::Status ValidateClusterConfig(const pb::ClusterConfig& c) {
   for (uint32_t p = 0; p < c.num_partitions(); ++p)
     if (owner[p] == -1) return absl::InvalidArgumentError(absl::StrCat("partition ", p, " is served by no node"));
   int with_key = 0;
+  std::map<std::string, uint32_t> key_owner;
   for (const pb::NodeConfig& n : c.nodes()) {
     if (n.curve_public_key().empty()) continue;
     ++with_key;
     if (absl::Status s = ValidateZ85Key(n.curve_public_key()); !s.ok())
       return absl::InvalidArgumentError(absl::StrCat("node ", n.id(), ": curve_public_key: ", s.message()));
+    // A key names one node: the peer port tells the nodes apart by it.
+    if (auto [it, fresh] = key_owner.emplace(n.curve_public_key(), n.id()); !fresh)
+      return absl::InvalidArgumentError(absl::StrCat("nodes ", it->second, " and ", n.id(),
+                                                     " have the same curve_public_key: give every node its own key "
+                                                     "pair (detdb-ctl keygen)"));
   }
   if (with_key != 0 && with_key != c.nodes_size())
     return absl::InvalidArgumentError(

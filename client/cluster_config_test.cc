@@ -63,6 +63,9 @@ TEST(ClusterConfig, RejectsWithAClearMessage) {
        "is not a host name or address"},
       {"num_partitions: 1 nodes { id: 0 host: \"a b\" peer_port: 1 client_port: 2 partitions: 0 }",
        "is not a host name or address"},
+      {"num_partitions: 1 nodes { id: 0 host: \"h\" peer_port: 1 client_port: 2 http_port: 3 http_host: \"a/b\" "
+       "partitions: 0 }",
+       "http_host \"a/b\" is not a host name or address"},
       {"num_partitions: 1 nodes { id: 99 host: \"h\" peer_port: 1 client_port: 2 partitions: 0 }", "below 64"},
       {"num_partitions: 1 nodes { id: 0 host: \"h\" peer_port: 1 client_port: 2 partitions: 5 }", "outside"},
       {"num_partitions: 1 nodes { bogus_field: 1 }", "line 1"},

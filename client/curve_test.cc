@@ -93,6 +93,12 @@ TEST_F(CurveFiles, ConfigNeedsEveryNodesKeyOrNoneAndClientsFindTheirKeyBesideIt)
   auto bad = ParseClusterConfig("num_partitions: 2 " + n0 + "curve_public_key: \"short\" } " + n1 +
                                 "curve_public_key: \"" + k1->public_key + "\" }");
   EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
+  // One key for two nodes: the peer port could not tell them apart.
+  auto same = ParseClusterConfig("num_partitions: 2 " + n0 + "curve_public_key: \"" + k0->public_key + "\" } " + n1 +
+                                 "curve_public_key: \"" + k0->public_key + "\" }");
+  EXPECT_TRUE(absl::IsInvalidArgument(same.status())) << same.status();
+  EXPECT_NE(same.status().message().find("nodes 0 and 1 have the same curve_public_key"), std::string::npos)
+      << same.status();
 
   const std::string config_path = Write("cluster.pbtxt", both, 0644);
   auto none = LoadClientKeys("", config_path, *c);  // no keys/ folder

@@ -14,6 +14,9 @@ using Key = uint64_t;
 // A globally unique transaction id, increasing in sequence order; never reused.
 using TxnId = uint64_t;
 using PartitionId = uint32_t;
+// In a cluster (EpochBatcher::IdScheme::kEpochSequencer) a txn id carries
+// its epoch in bits 24 and up: the epoch a client's result belongs to.
+inline constexpr uint64_t EpochOfTxnId(TxnId id) { return id >> 24; }
 
 inline constexpr uint64_t kRowMask = (uint64_t{1} << 56) - 1;
 inline constexpr Key MakeKey(uint32_t table, uint64_t row) {

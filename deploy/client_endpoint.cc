@@ -110,6 +110,7 @@ void ClientEndpoint::Stop() {
 ClientEndpointStats ClientEndpoint::stats() const {
   ClientEndpointStats s;
   s.requests = requests_.load();
+  s.good = good_frames_.load();
   s.bad_frames = bad_frames_.load();
   s.duplicates = duplicates_.load();
   s.refused = refused_.load();
@@ -302,6 +303,7 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
                                      options_.max_request_bytes, &req);
       !s.ok())
     return BadFrame(identity, std::string(s.message()));
+  good_frames_.fetch_add(1, std::memory_order_relaxed);
   if (req.txns_size() > 0 && req.outcome_only()) {
     HandleOutcomes(identity, req);
   } else if (req.txns_size() > 0) {
@@ -333,7 +335,8 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
     r.set_error("this node's workload has no consistency checker");
     Reply(identity, r);
   }
-  if (req.digest() || (req.check() && check_) || req.checkpoint()) {
+  const bool scan = !req.scan_table().empty();
+  if (req.digest() || (req.check() && check_) || req.checkpoint() || scan) {
     // Waiting for the schedulers may take a while: not on this thread.
     bool queued = false;
     {
@@ -343,6 +346,9 @@ void ClientEndpoint::HandleFrame(const std::string& identity, const zmq::message
         if (req.check()) digests_.push_back({identity, req.request_id(), req.check_epoch(), true});
         if (req.checkpoint())
           checkpoints_.push_back({identity, req.request_id(), req.checkpoint_epoch(), false, /*checkpoint=*/true});
+        if (scan)
+          digests_.push_back({identity, req.request_id(), req.scan_from(), false, false, /*scan=*/true,
+                              req.scan_table(), std::min(req.scan_limit(), kMaxScanRows), req.scan_after_epoch()});
         queued = true;
       }
     }
@@ -373,7 +379,31 @@ void ClientEndpoint::AdminLoop(bool checkpoints) {
     out.identity = d.identity;
     out.reply.set_request_id(d.request_id);
     absl::Status s;
-    if (d.checkpoint) {
+    if (d.scan) {
+      // Under S intent locks while txns run: no epoch boundary to wait for
+      // (but the txns of the epochs the client has seen results of).
+      auto scanned = engine_->ScanTable(d.table, d.min_epoch, d.limit, options_.digest_timeout, d.after_epoch);
+      s = scanned.status();
+      if (scanned.ok()) {
+        pb::ScanReply* sr = out.reply.mutable_scan();
+        sr->set_table(scanned->table);
+        sr->set_name(scanned->name);
+        sr->set_value_size(scanned->value_size);
+        sr->set_more(scanned->more);
+        size_t bytes = 0;
+        for (Engine::ScanRow& row : scanned->rows) {
+          if (bytes + row.value.size() > kMaxScanBytes && sr->rows_size() > 0) {
+            sr->set_more(true);
+            break;
+          }
+          bytes += row.value.size();
+          pb::ScanRow* r = sr->add_rows();
+          r->set_partition(row.partition);
+          r->set_key(row.key);
+          r->set_value(std::move(row.value));
+        }
+      }
+    } else if (d.checkpoint) {
       auto c = engine_->Checkpoint(d.min_epoch, options_.digest_timeout, &admin_cancel_);
       s = c.status();
       if (c.ok()) {
@@ -383,6 +413,7 @@ void ClientEndpoint::AdminLoop(bool checkpoints) {
         ci->set_path(c->path);
         ci->set_pause_ms(c->pause_ms);
         ci->set_fork_ms(c->fork_ms);
+        ci->set_lock_ms(c->lock_ms);
         ci->set_write_ms(c->write_ms);
         ci->set_total_ms(c->total_ms);
       }
@@ -403,7 +434,9 @@ void ClientEndpoint::AdminLoop(bool checkpoints) {
       }
     }
     if (!s.ok()) {
-      out.reply.set_status(ToCode(s));
+      // A scan of an unknown table is NOT_FOUND (ToCode keeps that code for
+      // the outcomes of txns).
+      out.reply.set_status(d.scan && absl::IsNotFound(s) ? pb::STATUS_NOT_FOUND : ToCode(s));
       out.reply.set_error(std::string(s.message()));
     }
     {
@@ -465,7 +498,7 @@ void ClientEndpoint::HandleTxns(const std::string& identity, pb::ClientRequest* 
   if (!accepted.empty()) {
     // Before the submit, which takes the txns: their arrival, for the latency.
     const auto now = std::chrono::steady_clock::now();
-    for (const pb::Txn& t : accepted) arrived_[{t.client_id(), t.client_seq()}] = now;
+    for (const pb::Txn& t : accepted) arrived_[{t.client_id(), t.client_seq()}] = Arrival{now, t.type()};
     absl::Status s = engine_->SubmitChecked(&accepted);
     if (!s.ok()) {  // nothing of it was sequenced: the client may retry the same seqs
       for (auto u = undo.rbegin(); u != undo.rend(); ++u) clients_[u->client] = u->old;
@@ -553,9 +586,12 @@ void ClientEndpoint::Flush() {
   // One reply frame per connection.
   absl::flat_hash_map<std::string, pb::ClientReply> by_conn;
   const auto now = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> by_type(by_type_mu_);  // once per frame, not per txn
   for (pb::TxnResult& r : results) {
     if (auto a = arrived_.find({r.client_id(), r.client_seq()}); a != arrived_.end()) {
-      latency_.Observe(std::chrono::duration<double>(now - a->second).count());
+      latency_.Observe(std::chrono::duration<double>(now - a->second.at).count());
+      ProcedureOutcomes& o = by_type_[a->second.type];
+      ++(r.status() == pb::STATUS_OK ? o.committed : r.status() == pb::STATUS_ABORTED ? o.aborted : o.failed);
       arrived_.erase(a);
     }
     auto it = clients_.find(r.client_id());
@@ -565,6 +601,7 @@ void ClientEndpoint::Flush() {
     }
     *by_conn[it->second.identity].add_results() = std::move(r);
   }
+  by_type.unlock();
   for (const auto& [identity, reply] : by_conn) Reply(identity, reply);
 }
 

@@ -9,7 +9,8 @@
 // OUTPUT: ClientReply frames: the results of txns (batched per client
 //         connection), immediate errors for txns refused before sequencing,
 //         NodeInfo, partition digests, the node's sequencer history,
-//         checkpoints taken on request (Engine::Checkpoint).
+//         checkpoints taken on request (Engine::Checkpoint), table scans
+//         (Engine::ScanTable, bounded: kMaxScanRows, kMaxScanBytes).
 //
 // Validation before anything is sequenced: a frame larger than
 // max_request_bytes is refused before parsing, one that does not parse or
@@ -21,8 +22,8 @@
 // the node: a client that went away or stopped reading loses its replies
 // (counted), the node goes on.
 //
-// Threads: one endpoint thread, one admin thread that serves digest and
-// check requests and one that serves checkpoint requests (Engine::
+// Threads: one endpoint thread, one admin thread that serves digest, check
+// and scan requests and one that serves checkpoint requests (Engine::
 // SnapshotDigests, Engine::Checkpoint: they wait for the schedulers to reach
 // an epoch boundary; at most kMaxQueuedDigests queue, more are refused). Thread-safety: OnResult is thread-safe; Start/Stop from one
 // owner thread.
@@ -35,6 +36,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,7 +72,17 @@ struct ClientEndpointOptions {
 };
 
 struct ClientEndpointStats {
-  uint64_t requests = 0, bad_frames = 0, duplicates = 0, refused = 0, lost_replies = 0;
+  // requests: request frames that reached decoding; good: of those, the
+  // ones that decoded; bad_frames: frames refused (did not decode, or not
+  // one payload frame).
+  uint64_t requests = 0, good = 0, bad_frames = 0, duplicates = 0, refused = 0, lost_replies = 0;
+};
+
+// The outcomes of the txns accepted here since start, for one procedure
+// type: committed (STATUS_OK), aborted (the procedure's error), failed
+// (any other status, e.g. the node stopping).
+struct ProcedureOutcomes {
+  uint64_t committed = 0, aborted = 0, failed = 0;
 };
 
 class ClientEndpoint final : public TxnClient {
@@ -117,8 +129,18 @@ class ClientEndpoint final : public TxnClient {
   // Seconds from a txn's arrival here to its reply leaving, for txns
   // accepted here (not those refused at once). Thread-safe.
   Histogram::Snapshot latency() const { return latency_.snapshot(); }
+  // Outcomes of the txns accepted here, by procedure type (counted when the
+  // reply leaves, once per reply frame). Thread-safe.
+  std::map<uint32_t, ProcedureOutcomes> outcomes_by_type() const {
+    std::lock_guard<std::mutex> l(by_type_mu_);
+    return by_type_;
+  }
 
   static constexpr size_t kMaxQueuedDigests = 16;
+  // A scan's reply holds at most this many records and about this many
+  // bytes of values (the rest: `more`).
+  static constexpr uint32_t kMaxScanRows = 10000;
+  static constexpr size_t kMaxScanBytes = 4u << 20;
   static constexpr size_t kReplyBatch = 512;  // results that make a frame worth sending at once
 
  private:
@@ -138,11 +160,15 @@ class ClientEndpoint final : public TxnClient {
     std::string identity;
     pb::ClientReply reply;
   };
-  struct DigestRequest {  // digest, check or checkpoint: all wait for an epoch boundary
+  struct DigestRequest {  // digest, check or checkpoint (all wait for an epoch boundary), or a scan
     std::string identity;
     uint64_t request_id, min_epoch;
     bool check;
     bool checkpoint = false;
+    bool scan = false;  // table, min_epoch (the first row) and limit
+    std::string table;
+    uint32_t limit = 0;
+    uint64_t after_epoch = 0;  // a scan: see pb::ClientRequest::scan_after_epoch
   };
 
   explicit ClientEndpoint(const ClientEndpointOptions& options);
@@ -177,9 +203,16 @@ class ClientEndpoint final : public TxnClient {
   int wake_fd_ = -1;                       // eventfd: results or replies queued
 
   absl::flat_hash_map<uint64_t, ClientState> clients_;  // endpoint thread only
-  // (client id, seq) -> arrival of each txn accepted and not answered yet.
-  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::chrono::steady_clock::time_point> arrived_;  // endpoint thread only
+  // (client id, seq) -> arrival and procedure type of each txn accepted and
+  // not answered yet.
+  struct Arrival {
+    std::chrono::steady_clock::time_point at;
+    uint32_t type;
+  };
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, Arrival> arrived_;  // endpoint thread only
   Histogram latency_{Histogram::Exponential(0.0005, 2, 16)};  // 0.5 ms .. 16 s; written by the endpoint thread
+  mutable std::mutex by_type_mu_;
+  std::map<uint32_t, ProcedureOutcomes> by_type_;  // guarded by by_type_mu_; written by the endpoint thread
 
   std::mutex outcomes_mu_;
   absl::flat_hash_map<uint64_t, Outcomes> outcomes_;     // guarded by outcomes_mu_
@@ -199,7 +232,7 @@ class ClientEndpoint final : public TxnClient {
   std::thread checkpoint_thread_;
 
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> requests_{0}, bad_frames_{0}, duplicates_{0}, refused_{0}, lost_replies_{0};
+  std::atomic<uint64_t> requests_{0}, good_frames_{0}, bad_frames_{0}, duplicates_{0}, refused_{0}, lost_replies_{0};
   std::thread thread_;
 };
 

@@ -75,4 +75,38 @@ absl::StatusOr<ClusterDigests> TakeDigests(ClusterClient* c, std::chrono::millis
   return out;
 }
 
+absl::StatusOr<ClusterScan> ScanTable(ClusterClient* c, const std::string& table, uint64_t from_row, uint32_t limit,
+                                      std::chrono::milliseconds timeout) {
+  ClusterScan out;
+  bool any = false, not_found = false;
+  std::string not_found_why;
+  for (uint32_t i = 0; i < c->num_nodes(); ++i) {
+    // Each node's scan runs while its txns do; one node at a time keeps
+    // the scans' S locks (and the writers they hold back) short.
+    auto r = c->node(i)->Scan(table, from_row, limit, timeout, c->seen_epoch());
+    if (!r.ok()) {
+      if (absl::IsNotFound(r.status())) {
+        not_found = true;
+        not_found_why = std::string(r.status().message());
+      }
+      out.node_errors.push_back(absl::StrCat("node ", i, ": ", r.status().message()));
+      continue;
+    }
+    any = true;
+    out.table = r->table();
+    out.name = r->name();
+    out.value_size = r->value_size();
+    out.more |= r->more();
+    for (pb::ScanRow& row : *r->mutable_rows()) out.rows.push_back(std::move(row));
+  }
+  if (!any && not_found) return absl::NotFoundError(not_found_why);
+  if (!any) return absl::UnavailableError(out.node_errors.empty() ? "no node" : out.node_errors.front());
+  std::sort(out.rows.begin(), out.rows.end(), [](const pb::ScanRow& a, const pb::ScanRow& b) { return a.key() < b.key(); });
+  if (out.rows.size() > limit) {
+    out.rows.resize(limit);
+    out.more = true;
+  }
+  return out;
+}
+
 }  // namespace detdb

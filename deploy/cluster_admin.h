@@ -45,6 +45,24 @@ struct ClusterDigests {
 // max(timeout, the lead + 1 s) are in node_errors.
 absl::StatusOr<ClusterDigests> TakeDigests(ClusterClient* c, std::chrono::milliseconds timeout);
 
+// A scan of one table on every node while txns run (Engine::ScanTable on
+// each, under S intent locks): the first `limit` records with row >=
+// from_row over the whole cluster, in key order. Each node's partitions are
+// scanned one after the other (no common cut: TakeDigests gives one).
+// The scan reads c's own writes: each partition is scanned after every
+// txn of the epochs c has results of (ClusterClient::seen_epoch) ran there.
+struct ClusterScan {
+  uint32_t table = 0;
+  std::string name;
+  uint32_t value_size = 0;
+  std::vector<pb::ScanRow> rows;         // key order
+  bool more = false;                     // records beyond these exist
+  std::vector<std::string> node_errors;  // "node N: why"
+};
+// NotFound if every answering node says the table does not exist.
+absl::StatusOr<ClusterScan> ScanTable(ClusterClient* c, const std::string& table, uint64_t from_row, uint32_t limit,
+                                      std::chrono::milliseconds timeout);
+
 }  // namespace detdb
 
 #endif  // DETDB_DEPLOY_CLUSTER_ADMIN_H_

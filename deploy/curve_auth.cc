@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/thread_name.h"
 #include "glog/logging.h"
@@ -79,14 +81,28 @@ CurveAuthStats CurveAuth::stats() const {
   s.allowed = allowed_.load(std::memory_order_relaxed);
   s.refused_key = refused_key_.load(std::memory_order_relaxed);
   s.refused_mechanism = refused_mechanism_.load(std::memory_order_relaxed);
+  s.malformed = malformed_.load(std::memory_order_relaxed);
+  s.refused_protocol = settled_protocol_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void CurveAuth::Settle() {
   // libzmq reports no event for some broken handshakes (bytes that look
   // like ZMTP 1.0 while ZAP is on): every accepted connection that neither
-  // succeeded nor failed for another reason counts as one.
+  // succeeded nor failed for another reason counts as one, once it has
+  // been unexplained for kSettle (the least count over that time), so that
+  // a handshake in progress is never counted.
+  const auto now = std::chrono::steady_clock::now();
   const uint64_t accepted = accepted_.load(std::memory_order_relaxed);
   const uint64_t explained = succeeded_.load(std::memory_order_relaxed) + failed_auth_.load(std::memory_order_relaxed) +
-                             s.refused_mechanism;
-  s.refused_protocol = accepted > explained ? accepted - explained : 0;
-  return s;
+                             refused_mechanism_.load(std::memory_order_relaxed);
+  unexplained_.emplace_back(now, accepted > explained ? accepted - explained : 0);
+  while (unexplained_.size() > 1 && unexplained_[1].first <= now - kSettle) unexplained_.pop_front();
+  if (unexplained_.front().first > now - kSettle) return;  // less than kSettle seen yet
+  uint64_t least = unexplained_.back().second;
+  for (const auto& [when, n] : unexplained_) least = std::min(least, n);
+  if (least > settled_protocol_.load(std::memory_order_relaxed))
+    settled_protocol_.store(least, std::memory_order_relaxed);
 }
 
 void CurveAuth::Loop() {
@@ -96,6 +112,7 @@ void CurveAuth::Loop() {
       zmq::poll(items, 2, std::chrono::milliseconds(50));
       if (items[0].revents & ZMQ_POLLIN) HandleZap();
       if (items[1].revents & ZMQ_POLLIN) HandleMonitorEvent();
+      Settle();
     } catch (const zmq::error_t& e) {
       LOG(ERROR) << "ZAP handler (" << options_.domain << "): " << e.what();
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -105,7 +122,10 @@ void CurveAuth::Loop() {
 
 void CurveAuth::HandleZap() {
   // ZAP 1.0 (rfc.zeromq.org/spec/27): version, request id, domain, address,
-  // routing id, mechanism, credentials...
+  // routing id, mechanism, credentials... The reply: version, request id,
+  // status code, status text, user id, metadata. A REP socket must answer
+  // every request before it can take the next, so a malformed one gets a
+  // 400 too (libzmq never sends one; anything else in the process could).
   std::vector<zmq::message_t> frames;
   do {
     frames.emplace_back();
@@ -114,25 +134,32 @@ void CurveAuth::HandleZap() {
       break;
     }
   } while (frames.back().more());
-  if (frames.size() < 6) {
-    LOG(ERROR) << "ZAP handler (" << options_.domain << "): malformed request of " << frames.size() << " frames";
-    return;  // a REP socket must answer: libzmq never sends this; send nothing and let it reset
-  }
-  const std::string request_id = frames[1].to_string();
-  const std::string address = frames[3].to_string();
-  const std::string mechanism = frames[5].to_string();
-  std::string status = "400", text;
-  if (mechanism != "CURVE" || frames.size() < 7) {
-    text = "CURVE required";
-    Refuse(&refused_mechanism_, "mechanism", absl::StrCat(mechanism, " from ", address));
-  } else if (const std::string key = Z85(frames[6]); options_.allowed.count(key) == 0) {
-    text = "key not allowed";
-    Refuse(&refused_key_, "key not allowed", absl::StrCat(key, " from ", address));
+  if (frames.empty()) return;  // nothing was taken: nothing to answer
+  const std::string request_id = frames.size() > 1 ? frames[1].to_string() : std::string();
+  std::string status = "400", text, user_id;
+  if (frames.size() < 6 || frames[0].to_string_view() != "1.0") {
+    text = "malformed ZAP request";
+    malformed_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_T(ERROR, 1) << "ZAP handler (" << options_.domain << "): malformed request of " << frames.size()
+                          << " frame(s), version \"" << absl::CHexEscape(frames[0].to_string().substr(0, 16))
+                          << "\": refused (400)";
   } else {
-    status = "200";
-    allowed_.fetch_add(1, std::memory_order_relaxed);
+    const std::string address = frames[3].to_string();
+    const std::string mechanism = frames[5].to_string();
+    if (mechanism != "CURVE" || frames.size() < 7) {
+      text = "CURVE required";
+      Refuse(&refused_mechanism_, "mechanism", absl::StrCat(absl::CHexEscape(mechanism.substr(0, 16)), " from ",
+                                                            absl::CHexEscape(address.substr(0, 64))));
+    } else if (const std::string key = Z85(frames[6]); options_.allowed.count(key) == 0) {
+      text = "key not allowed";
+      Refuse(&refused_key_, "key not allowed", absl::StrCat(key, " from ", absl::CHexEscape(address.substr(0, 64))));
+    } else {
+      status = "200";
+      if (auto it = options_.user_ids.find(key); it != options_.user_ids.end()) user_id = it->second;
+      allowed_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
-  const std::string reply[] = {"1.0", request_id, status, text, "", ""};
+  const std::string reply[] = {"1.0", request_id, status, text, user_id, ""};
   for (int i = 0; i < 6; ++i)
     zap_->send(zmq::buffer(reply[i]), i < 5 ? zmq::send_flags::sndmore : zmq::send_flags::none);
 }

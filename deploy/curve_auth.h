@@ -8,9 +8,9 @@
 //         handshake) and the socket's monitor events (handshakes that failed
 //         before ZAP: another mechanism such as NULL, or bytes that are not
 //         ZMTP), on the CurveAuth thread.
-// OUTPUT: ZAP replies (200 for an allowed key, 400 otherwise); refusals
-//         counted by reason (stats()) and logged, at most one line a second
-//         per reason.
+// OUTPUT: ZAP replies (200 with the key's User-Id for an allowed key, 400
+//         otherwise, also to a malformed request); refusals counted by
+//         reason (stats()) and logged, at most one line a second.
 //
 // Threads: one (the ZAP handler and monitor). Thread-safety: stats() is
 // thread-safe; Create/Stop from the socket's owner thread.
@@ -23,10 +23,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "client/curve.h"
@@ -37,6 +40,11 @@ namespace detdb {
 struct CurveServerOptions {
   CurveKeyPair server;             // this node's key pair
   std::set<std::string> allowed;   // Z85 public keys that may connect
+  // The ZAP User-Id given to an allowed key's connections (libzmq attaches
+  // it to every message received on them: zmq_msg_gets(msg, "User-Id")).
+  // The peer port maps each node's key to its node id; keys not here get
+  // none.
+  std::map<std::string, std::string> user_ids;
   std::string domain = "client";   // ZAP domain; names the socket in logs
 };
 
@@ -45,9 +53,13 @@ struct CurveAuthStats {
   uint64_t refused_key = 0;        // CURVE with a key not allowed
   uint64_t refused_mechanism = 0;  // another mechanism (NULL, PLAIN)
   // A broken handshake (e.g. raw TCP junk): accepted connections that
-  // neither completed CURVE nor were refused for the reasons above (so it
-  // includes a handshake in progress for a moment).
+  // neither completed CURVE nor were refused for the reasons above, counted
+  // once they have been so for kSettle (a handshake in progress is not a
+  // refusal). Never decreases.
   uint64_t refused_protocol = 0;
+  // ZAP requests that were not ZAP 1.0 with at least six frames (answered
+  // 400). libzmq sends none: one would come from inside the process.
+  uint64_t malformed = 0;
 };
 
 class CurveAuth {
@@ -62,11 +74,18 @@ class CurveAuth {
 
   CurveAuthStats stats() const;
 
+  // How long an accepted connection may stay unexplained (neither succeeded
+  // nor refused with a reason) before it counts as a protocol refusal.
+  static constexpr std::chrono::milliseconds kSettle{1000};
+
  private:
   explicit CurveAuth(const CurveServerOptions& options) : options_(options) {}
   void Loop();
   void HandleZap();
   void HandleMonitorEvent();
+  // Moves refused_protocol up to the least unexplained count of the last
+  // kSettle (thread only).
+  void Settle();
   // Counts and (rate-limited) logs a refusal.
   void Refuse(std::atomic<uint64_t>* counter, const char* reason, const std::string& detail);
 
@@ -76,10 +95,14 @@ class CurveAuth {
   std::chrono::steady_clock::time_point last_log_;  // thread only
   uint64_t unlogged_ = 0;                           // thread only: refusals since the last log line
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> allowed_{0}, refused_key_{0}, refused_mechanism_{0};
+  std::atomic<uint64_t> allowed_{0}, refused_key_{0}, refused_mechanism_{0}, malformed_{0};
   // Monitor events: connections accepted, handshakes succeeded, ZAP refusals;
   // logged_protocol_ counts the broken handshakes libzmq did report.
   std::atomic<uint64_t> accepted_{0}, succeeded_{0}, failed_auth_{0}, logged_protocol_{0};
+  // Settle(): (when, unexplained connections then) over the last kSettle,
+  // and the count it settled on.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>> unexplained_;  // thread only
+  std::atomic<uint64_t> settled_protocol_{0};
   std::thread thread_;
 };
 

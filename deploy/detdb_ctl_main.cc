@@ -7,6 +7,9 @@
 //                                                         and PREFIX.pub (docs/SECURITY.md)
 //   detdb-ctl --config=cluster.pbtxt checkpoint           a checkpoint on every node at one epoch boundary
 //                                                         (nodes need --data_dir)
+//   detdb-ctl --config=cluster.pbtxt scan TABLE [--limit=N] [--from=ROW]
+//                                                         the table's first records (by key) while txns run:
+//                                                         no record half written (docs/STORAGE.md)
 //
 // Exit status: 0 when every node answered (and, for wait_ready, is ready).
 #include <cstdio>
@@ -17,11 +20,15 @@
 
 #include "client/client.h"
 #include "client/cluster_config.h"
+#include "common/types.h"
 #include "deploy/cluster_admin.h"
 #include "gflags/gflags.h"
 
 DEFINE_string(config, "", "Cluster config (protobuf text); required");
 DEFINE_uint32(timeout_s, 60, "wait_ready: give up after this many seconds");
+DEFINE_uint32(limit, 20, "scan: records to print at most (<= 10000 per node)");
+DEFINE_uint64(from, 0, "scan: the first row (the key's low 56 bits) to print");
+DEFINE_uint32(value_bytes, 32, "scan: bytes of each value to print in hex (the rest elided)");
 DEFINE_string(curve_key_file, "",
               "A CURVE cluster: this client's secret-key file (mode 0600; its public key in the nodes' allowlist, or "
               "a node's own key; default: keys/client.key beside the config if there)");
@@ -49,11 +56,13 @@ int Info(detdb::ClusterClient* c) {
            static_cast<unsigned long>(info.bad_frames()), static_cast<unsigned long>(info.duplicates()),
            static_cast<unsigned long>(info.lost_replies()), static_cast<unsigned long>(info.peer_dropped()));
     if (info.curve())
-      printf("node %u  CURVE on; refused at the peer port: key %lu mechanism %lu protocol %lu; at the client port: "
-             "key %lu mechanism %lu protocol %lu\n",
+      printf("node %u  CURVE on; refused: peer_refused_key %lu peer_refused_mechanism %lu peer_refused_protocol %lu"
+             " peer_refused_sender %lu  client_refused_key %lu client_refused_mechanism %lu"
+             " client_refused_protocol %lu\n",
              s.node, static_cast<unsigned long>(info.peer_refused_key()),
              static_cast<unsigned long>(info.peer_refused_mechanism()),
              static_cast<unsigned long>(info.peer_refused_protocol()),
+             static_cast<unsigned long>(info.peer_refused_sender()),
              static_cast<unsigned long>(info.client_refused_key()),
              static_cast<unsigned long>(info.client_refused_mechanism()),
              static_cast<unsigned long>(info.client_refused_protocol()));
@@ -101,9 +110,9 @@ int Checkpoint(detdb::ClusterClient* c) {
       continue;
     }
     const auto& ci = *out[i];
-    printf("node %u  epoch %lu  %s  %lu bytes  paused %.2f ms (fork %.2f ms)  written %.1f ms  total %.1f ms\n", i,
-           static_cast<unsigned long>(ci.epoch()), ci.path().c_str(), static_cast<unsigned long>(ci.bytes()),
-           ci.pause_ms(), ci.fork_ms(), ci.write_ms(), ci.total_ms());
+    printf("node %u  epoch %lu  %s  %lu bytes  paused %.2f ms (S locks %.2f ms, fork %.2f ms)  written %.1f ms  total %.1f ms\n",
+           i, static_cast<unsigned long>(ci.epoch()), ci.path().c_str(), static_cast<unsigned long>(ci.bytes()),
+           ci.pause_ms(), ci.lock_ms(), ci.fork_ms(), ci.write_ms(), ci.total_ms());
   }
   return rc;
 }
@@ -121,11 +130,36 @@ int Digest(detdb::ClusterClient* c) {
   return d->node_errors.empty() ? 0 : 1;
 }
 
+// The first --limit records of a table, every node's, in key order.
+int Scan(detdb::ClusterClient* c, const std::string& table) {
+  auto s = detdb::ScanTable(c, table, FLAGS_from, FLAGS_limit, std::chrono::seconds(30));
+  if (!s.ok()) {
+    fprintf(stderr, "detdb-ctl: scan %s: %s\n", table.c_str(), std::string(s.status().message()).c_str());
+    return 1;
+  }
+  for (const std::string& e : s->node_errors) fprintf(stderr, "detdb-ctl: %s\n", e.c_str());
+  printf("table %u (%s), records of %u bytes: %zu shown%s\n", s->table, s->name.c_str(), s->value_size,
+         s->rows.size(), s->more ? ", more follow" : "");
+  static const char kHex[] = "0123456789abcdef";
+  for (const detdb::pb::ScanRow& r : s->rows) {
+    std::string hex;
+    const size_t n = std::min<size_t>(r.value().size(), FLAGS_value_bytes);
+    for (size_t i = 0; i < n; ++i) {
+      hex += kHex[static_cast<unsigned char>(r.value()[i]) >> 4];
+      hex += kHex[static_cast<unsigned char>(r.value()[i]) & 15];
+    }
+    printf("row %lu  partition %u  %s%s\n", static_cast<unsigned long>(detdb::KeyRow(r.key())), r.partition(),
+           hex.c_str(), n < r.value().size() ? "..." : "");
+  }
+  return s->node_errors.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "detdb-ctl --config=<cluster.pbtxt> [--curve_key_file=F] info|wait_ready|digest|checkpoint\n"
+      "detdb-ctl --config=<cluster.pbtxt> scan TABLE [--limit=N] [--from=ROW] [--value_bytes=B]\n"
       "detdb-ctl keygen PREFIX");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc == 3 && std::string(argv[1]) == "keygen") {
@@ -137,7 +171,8 @@ int main(int argc, char** argv) {
     printf("%s\n", kp->public_key.c_str());
     return 0;
   }
-  if (FLAGS_config.empty() || argc != 2) {
+  const bool scan = argc == 3 && std::string(argv[1]) == "scan";
+  if (FLAGS_config.empty() || (argc != 2 && !scan)) {
     fprintf(stderr, "%s\n", gflags::ProgramUsage());
     return 2;
   }
@@ -160,6 +195,7 @@ int main(int argc, char** argv) {
   if (cmd == "info") return Info(c->get());
   if (cmd == "digest") return Digest(c->get());
   if (cmd == "checkpoint") return Checkpoint(c->get());
+  if (scan) return Scan(c->get(), argv[2]);
   if (cmd == "wait_ready") {
     absl::Status s = (*c)->WaitReady(std::chrono::seconds(FLAGS_timeout_s));
     if (!s.ok()) {

@@ -29,6 +29,10 @@ DEFINE_string(config, "", "Cluster config (protobuf text, detdb.pb.ClusterConfig
 DEFINE_int32(node_id, -1, "This node's id in the config; required");
 DEFINE_string(lock_manager, "dclp", "dclp, det2pl, vll, vll_sca or dclp_frag");
 DEFINE_uint32(workers, 1, "Worker threads per partition");
+DEFINE_bool(staged_alloc, false,
+            "Txn states and their buffers from per-sub-batch slabs freed in bulk (seed 003; docs/STORAGE.md)");
+DEFINE_string(intent_locks, "lil", "Intent locks that keep table scans, truncates, bulk loads and checkpoint captures apart from the workers: lil, sli or queue (docs/STORAGE.md)");
+DEFINE_bool(allow_table_ops, false, "Clients may truncate and bulk load tables (pb::Txn::table_op); off: refused before sequencing");
 DEFINE_bool(adaptive_admission, true, "The admission window adapts to the workers (up to --max_active); false: a fixed window of --max_active");
 DEFINE_bool(release_on_workers, true, "Workers release their txns' locks (false: only the lock thread touches the lock manager, as in Calvin and the DCLP paper)");
 DEFINE_uint64(epoch_us, 0, "Epoch length in microseconds if the config gives none (all nodes must agree)");
@@ -76,8 +80,10 @@ DEFINE_string(curve_allowlist_file, "",
               "always allowed)");
 DEFINE_bool(allow_insecure_nonloopback, false,
             "Allow binding a host beyond loopback without CURVE (anyone who reaches the ports can talk to the node)");
-DEFINE_int32(http_port, -1,
-             "Serve /metrics and /healthz on this port of the node's host (0: none; -1: the config's http_port)");
+DEFINE_int32(http_port, -1, "Serve /metrics and /healthz on this port (0: none; -1: the config's http_port)");
+DEFINE_string(http_host, "",
+              "Address /metrics and /healthz bind (plain HTTP). Empty: the config's http_host, else 127.0.0.1. "
+              "Binding beyond loopback exposes the node's counters to whoever reaches it (docs/SECURITY.md)");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
@@ -91,6 +97,10 @@ int main(int argc, char** argv) {
   FLAGS_logtostderr = FLAGS_log_dir.empty();
   google::InitGoogleLogging(argv[0]);
   google::InstallFailureSignalHandler();  // a crash prints its stack to the log
+  // A file-size limit (RLIMIT_FSIZE) or a file system that refuses to grow
+  // a file: the write fails with EFBIG and the input log stops the node
+  // with that error, rather than SIGXFSZ killing it without a word.
+  signal(SIGXFSZ, SIG_IGN);
   LOG(INFO) << "detdb build " << detdb::kBuildIdHex;
   if (FLAGS_config.empty() || FLAGS_node_id < 0) {
     fprintf(stderr, "detdb: --config and --node_id are required\n%s\n", gflags::ProgramUsage());
@@ -110,8 +120,11 @@ int main(int argc, char** argv) {
   o.config = *config;
   o.node_id = static_cast<uint32_t>(FLAGS_node_id);
   o.engine.lock_manager = FLAGS_lock_manager;
+  o.engine.intent_locks = FLAGS_intent_locks;
+  o.engine.allow_table_ops = FLAGS_allow_table_ops;
   o.engine.workers = FLAGS_workers;
   o.engine.release_on_workers = FLAGS_release_on_workers;
+  o.engine.staged_alloc = FLAGS_staged_alloc;
   // As detdb-bench tpcc: the fixed window for TPC-C unless asked (the
   // adaptive one lowers it; docs/ENGINE.md).
   o.engine.adaptive_admission = gflags::GetCommandLineFlagInfoOrDie("adaptive_admission").is_default
@@ -138,6 +151,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (FLAGS_http_port >= 0) o.http_port = static_cast<uint32_t>(FLAGS_http_port);
+  if (!FLAGS_http_host.empty()) o.http_host = FLAGS_http_host;
   o.handshake_timeout = std::chrono::seconds(FLAGS_handshake_timeout_s);
   o.data_dir = FLAGS_data_dir;
   o.curve_secret_key_file = FLAGS_curve_secret_key_file;

@@ -3,8 +3,8 @@
 // - bank transfers from several clients at once (multi-partition where the
 //   two accounts hash to different partitions, some refused for
 //   insufficient funds): the total balance stays constant, and every
-//   partition's digest and every result equal a serial replay of the
-//   global order;
+//   partition's digest and every transfer's outcome (the balances after
+//   it, or its error) equal a serial replay of the global order;
 // - appends from several clients to shared lists: every acknowledged
 //   element is in its list exactly once, in each client's order, and
 //   nothing else is;
@@ -87,10 +87,20 @@ TEST(KvCluster, BankTransfersKeepTheTotalAndEqualTheSerialReplay) {
     for (int i = 0; i < kAccounts; ++i) ASSERT_TRUE(kv->Put(Account(i), KvInt(kInitial)).ok());
   }
   std::atomic<int> committed{0}, refused{0}, other{0};
+  // What each client saw, transfer by transfer (its seqs are increasing):
+  // the balances after a committed transfer, or the error.
+  struct Seen {
+    bool ok;
+    int64_t from_balance, to_balance;
+    std::string error;
+  };
+  std::vector<std::vector<Seen>> seen(kClients);
+  std::vector<uint64_t> client_ids(kClients);
   std::vector<std::thread> clients;
   for (int c = 0; c < kClients; ++c)
     clients.emplace_back([&, c] {
       auto kv = Connect(cluster);
+      client_ids[c] = kv->client_id();
       std::mt19937_64 rng(100 + c);
       for (int i = 0; i < kTransfers; ++i) {
         const int from = static_cast<int>(rng() % kAccounts);
@@ -98,9 +108,11 @@ TEST(KvCluster, BankTransfersKeepTheTotalAndEqualTheSerialReplay) {
         auto r = kv->Transfer(Account(from), Account(to), 1 + static_cast<int64_t>(rng() % 400));
         if (r.ok()) {
           ++committed;
+          seen[c].push_back({true, r->from_balance, r->to_balance, ""});
         } else if (absl::IsAborted(r.status()) &&
                    r.status().message().find("insufficient funds") != std::string_view::npos) {
           ++refused;
+          seen[c].push_back({false, 0, 0, std::string(r.status().message())});
         } else {
           ++other;
           ADD_FAILURE() << r.status();
@@ -146,10 +158,29 @@ TEST(KvCluster, BankTransfersKeepTheTotalAndEqualTheSerialReplay) {
   }
   SerialExecutor serial(&parts, &procs, raw);
   int multi = 0, aborted = 0;
+  std::map<uint64_t, std::map<uint64_t, std::pair<pb::Txn, pb::TxnResult>>> replayed;  // client id -> seq ->
   for (const pb::Txn& t : order) {
     const pb::TxnResult r = serial.Execute(t);
     aborted += r.status() == pb::STATUS_ABORTED;
     multi += t.writers_size() > 1;
+    replayed[t.client_id()][t.client_seq()] = {t, r};
+  }
+  // Every transfer's outcome, as its client saw it, is the serial replay's.
+  for (int c = 0; c < kClients; ++c) {
+    const auto& mine = replayed[client_ids[c]];
+    ASSERT_EQ(mine.size(), seen[c].size()) << "client " << c;
+    size_t k = 0;
+    for (const auto& [seq, tr] : mine) {
+      auto want = ParseKvReply(tr.first, tr.second);
+      const Seen& got = seen[c][k++];
+      ASSERT_EQ(got.ok, want.ok()) << "client " << c << " seq " << seq << ": " << want.status() << " / " << got.error;
+      if (got.ok) {
+        EXPECT_EQ(got.from_balance, want->from_balance) << "client " << c << " seq " << seq;
+        EXPECT_EQ(got.to_balance, want->to_balance) << "client " << c << " seq " << seq;
+      } else {
+        EXPECT_EQ(got.error, want.status().message()) << "client " << c << " seq " << seq;
+      }
+    }
   }
   printf("%d transfers committed, %d refused (insufficient funds), %d multi-partition txns, %zu txns replayed\n",
          committed.load(), refused.load(), multi, order.size());

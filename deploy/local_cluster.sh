@@ -25,7 +25,8 @@
 # only line on stdout) is the config's absolute path, so a test can do
 #   cfg=$(deploy/local_cluster.sh up 3)
 # Every node also serves /metrics and /healthz on its http_port (in the
-# config; docs/OPERATING.md). With --prometheus, `up` then starts Debian's
+# config; docs/OPERATING.md), on 127.0.0.1 (--netns: on its namespace's
+# address, the config's http_host). With --prometheus, `up` then starts Debian's
 # `prometheus` scraping every node every 5 s (DIR/prometheus.yml, data in
 # DIR/prometheus, pid in DIR/prometheus.pid; `down` stops it) and prints its
 # address (on stderr).
@@ -387,6 +388,10 @@ write_config() {
       for ((p = i * k; p < (i + 1) * k; p++)); do parts+=" partitions: $p"; done
       if [ -f "$KEYS/node$i.pub" ]; then parts+=" curve_public_key: \"$(cat -- "$KEYS/node$i.pub")\""; fi
       parts+=" http_port: $http"
+      # /metrics binds 127.0.0.1 unless told otherwise: in a namespace that is
+      # unreachable from the host, so --netns binds the namespace's address
+      # (a private bridge; docs/SECURITY.md).
+      if [ "$NETNS" = 1 ]; then parts+=" http_host: \"$host\""; fi
       printf 'nodes { id: %d host: "%s" peer_port: %d client_port: %d%s }\n' "$i" "$host" "$peer" "$client" "$parts"
     done
   } > "$tmp"

@@ -132,9 +132,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   no.settings = HandshakeSettings(options);
   if (curve->has_value()) {
     no.curve = **curve;
-    no.curve->domain = "peer";
-    no.curve->allowed.clear();  // not the client allowlist: only the config's nodes
-    for (const auto& n : config.nodes()) no.curve->allowed.insert(n.curve_public_key());
+    no.curve->domain = "peer";  // admits only the config's nodes' keys, not the allowlist (ZmqPeerNet::Create)
   }
   auto net = ZmqPeerNet::Create(no);
   if (!net.ok()) return net.status();
@@ -191,8 +189,13 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
   const uint32_t http_port = options.http_port.has_value() ? *options.http_port : self->http_port();
   if (http_port != 0) {
     HttpServerOptions ho;
-    ho.host = self->host();
+    ho.host = "127.0.0.1";  // plain HTTP: this machine only, unless the operator says otherwise
+    if (!self->http_host().empty()) ho.host = self->http_host();
+    if (options.http_host.has_value()) ho.host = *options.http_host;
     ho.port = http_port;
+    if (!IsLoopbackHost(ho.host))
+      LOG(WARNING) << "node " << options.node_id << ": /metrics and /healthz in plain HTTP on " << ho.host
+                   << ", beyond loopback: anyone who reaches it reads this node's counters (docs/SECURITY.md)";
     Node* n = node.get();
     auto http = HttpServer::Start(ho, [n](std::string_view path) {
       HttpResponse r;
@@ -209,7 +212,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
     });
     if (!http.ok()) return http.status();
     node->http_ = std::move(*http);
-    LOG(INFO) << "node " << options.node_id << ": /metrics and /healthz on http://" << self->host() << ":"
+    LOG(INFO) << "node " << options.node_id << ": /metrics and /healthz on http://" << ho.host << ":"
               << node->http_->port();
   }
   return node;
@@ -346,6 +349,8 @@ pb::NodeInfo Node::info() const {
   for (PartitionId p : engine_->local_partitions()) i.add_partitions(p);
   i.set_ready(ready());
   i.set_lock_manager(options_.engine.lock_manager);
+  i.set_intent_locks(options_.engine.intent_locks);
+  i.set_allow_table_ops(options_.engine.allow_table_ops);
   i.set_workload(options_.workload);
   i.set_micro_records_per_partition(options_.micro_records_per_partition);
   if (options_.workload == "tpcc") {
@@ -380,8 +385,9 @@ pb::NodeInfo Node::info() const {
     refused_reads += ps.remote_reads.refused() - ps.remote_reads.duplicate - ps.remote_reads.late;
   // dropped and stale are read one after the other: saturate.
   const uint64_t bad_frames = ns.dropped > ns.stale ? ns.dropped - ns.stale : 0;
-  i.set_peer_dropped(bad_frames + es.bad_peer_batches + es.bad_peer_results + es.far_peer_batches +
-                     es.conflicting_peer_batches + refused_reads);
+  i.set_peer_dropped(bad_frames + es.bad_peer_batches + es.bad_peer_results + es.forged_peer_results +
+                     es.far_peer_batches + es.conflicting_peer_batches + refused_reads);
+  i.set_peer_refused_sender(ns.sender_mismatch);
   i.set_peer_lost(ns.lost);
   i.set_curve(!options_.config.nodes(0).curve_public_key().empty());
   const CurveAuthStats pc = net_->curve_stats(), cc = endpoint_->curve_stats();

@@ -9,7 +9,9 @@
 //   Stop()                 stops serving, drains what it can, stops threads
 //
 // With an http port (NodeOptions::http_port or the config's), Create also
-// serves /metrics and /healthz there until Stop (docs/OPERATING.md).
+// serves /metrics and /healthz there until Stop (docs/OPERATING.md), on
+// 127.0.0.1 unless NodeOptions::http_host or the config's http_host say
+// otherwise.
 //
 // Thread-safety: Create/Start/Stop from one owner thread; info() is
 // thread-safe.
@@ -71,9 +73,12 @@ struct NodeOptions {
   bool allow_insecure_nonloopback = false;
   // Called once if the input log fails (the node must stop; it replies no more).
   std::function<void(const absl::Status&)> on_log_failure;
-  // /metrics and /healthz (docs/OPERATING.md) on the node's host: this port
-  // if set (0: none), else the config's http_port (0 there: none).
+  // /metrics and /healthz (docs/OPERATING.md): this port if set (0: none),
+  // else the config's http_port (0 there: none), bound on http_host if set,
+  // else the config's http_host, else 127.0.0.1 (plain HTTP: loopback unless
+  // the operator chooses otherwise; docs/SECURITY.md).
   std::optional<uint32_t> http_port;
+  std::optional<std::string> http_host;
 };
 
 // The workload's checks of every txn before it is sequenced, as a node sets

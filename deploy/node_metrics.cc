@@ -1,13 +1,15 @@
 // Node::MetricsText and Node::Healthz: a node's /metrics page (Prometheus
 // text format) and /healthz, read at scrape time from the counters the
-// engine, its schedulers, the input log, the peer network and the client
-// endpoint keep anyway (nothing is counted twice on the hot paths). The
-// metric list is in docs/OPERATING.md.
+// engine, its schedulers, the input log, the peer network, the client
+// endpoint and the storage latches keep anyway (nothing is counted twice on
+// the hot paths). The metric list is in docs/OPERATING.md.
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "deploy/node.h"
+#include "scheduler/remote_reads_guard.h"
+#include "storage/elided_latch.h"
 
 namespace detdb {
 namespace {
@@ -58,18 +60,61 @@ std::string Node::MetricsText() const {
        [](const SchedulerStats& s) { return double(s.blocked_at_admission); }},
       {"detdb_lock_avg_active", "gauge", "Admitted, unreleased txns, averaged over admissions",
        [](const SchedulerStats& s) { return s.avg_active; }},
+      {"detdb_lock_active", "gauge", "Admitted, unreleased txns now",
+       [](const SchedulerStats& s) { return double(s.active_now); }},
+      {"detdb_lock_ready_queue", "gauge", "Runnable txns waiting for a worker now",
+       [](const SchedulerStats& s) { return double(s.ready_queue); }},
       {"detdb_admission_window", "gauge", "The admission window now (scheduler/admission.h)",
        [](const SchedulerStats& s) { return double(s.window); }},
       {"detdb_remote_read_waits_total", "counter", "Times a txn waited for remote reads",
        [](const SchedulerStats& s) { return double(s.parked); }},
+      {"detdb_remote_read_waiting", "gauge", "Txns waiting for remote reads now",
+       [](const SchedulerStats& s) { return double(s.parked_now); }},
       {"detdb_worker_starved_total", "counter", "Times a worker found no runnable txn",
        [](const SchedulerStats& s) { return double(s.starved); }},
+      {"detdb_worker_busy_seconds_total", "counter",
+       "CPU time of the partition's worker threads (they sleep when idle: their busy time)",
+       [](const SchedulerStats& s) { return double(s.workers_cpu_ns) / 1e9; }},
+      {"detdb_lock_thread_busy_seconds_total", "counter", "CPU time of the partition's lock thread",
+       [](const SchedulerStats& s) { return double(s.lock_thread_cpu_ns) / 1e9; }},
+      {"detdb_remote_reads_accepted_total", "counter", "Remote reads checked and used",
+       [](const SchedulerStats& s) { return double(s.remote_reads.accepted); }},
+      {"detdb_remote_reads_held", "gauge", "Remote reads held now for txns not taken yet",
+       [](const SchedulerStats& s) { return double(s.remote_reads.held_now); }},
+      {"detdb_remote_reads_held_bytes", "gauge", "Bytes of the remote reads held now",
+       [](const SchedulerStats& s) { return double(s.remote_reads.held_bytes); }},
+      {"detdb_remote_reads_expired_total", "counter", "Remote reads held, then dropped: their txn ran elsewhere",
+       [](const SchedulerStats& s) { return double(s.remote_reads.expired); }},
+      {"detdb_remote_reads_dropped_expected_total", "counter",
+       "Remote reads refused early or over budget, then expected: each stalls its txn",
+       [](const SchedulerStats& s) { return double(s.remote_reads.dropped_expected); }},
   };
   const auto& local = engine_->local_partitions();
   for (const PerPartition& f : parts) {
     m.Family(f.name, f.type, f.help);
     for (size_t i = 0; i < es.partitions.size() && i < local.size(); ++i)
       m.Sample(f.name, {{"partition", absl::StrCat(local[i])}}, f.get(es.partitions[i]));
+  }
+  m.Family("detdb_remote_reads_refused_total", "counter",
+           "Remote reads refused, by reason (scheduler/remote_reads_guard.h)");
+  for (size_t i = 0; i < es.partitions.size() && i < local.size(); ++i) {
+    const RemoteReadsStats& r = es.partitions[i].remote_reads;
+    const std::pair<const char*, uint64_t> reasons[] = {
+        {"duplicate", r.duplicate},     {"forged", r.forged}, {"too_early", r.too_early},
+        {"over_budget", r.over_budget}, {"late", r.late},     {"conflicting", r.conflicting}};
+    for (const auto& [reason, n] : reasons)
+      m.Sample("detdb_remote_reads_refused_total", {{"partition", absl::StrCat(local[i])}, {"reason", reason}}, n);
+  }
+  // Per procedure: the txns accepted here, as their replies leave.
+  m.Family("detdb_procedure_txns_total", "counter",
+           "Txns accepted at this node since start, by procedure and outcome (committed, aborted by the procedure, "
+           "failed otherwise), counted as their reply leaves");
+  for (const auto& [type, o] : endpoint_->outcomes_by_type()) {
+    const std::string_view name = procedures_.NameOf(type);
+    const std::string procedure = name.empty() ? absl::StrCat("type_", type) : std::string(name);
+    m.Sample("detdb_procedure_txns_total", {{"procedure", procedure}, {"outcome", "committed"}}, o.committed);
+    m.Sample("detdb_procedure_txns_total", {{"procedure", procedure}, {"outcome", "aborted"}}, o.aborted);
+    m.Sample("detdb_procedure_txns_total", {{"procedure", procedure}, {"outcome", "failed"}}, o.failed);
   }
 
   // Epochs.
@@ -94,7 +139,8 @@ std::string Node::MetricsText() const {
   m.Gauge("detdb_checkpoint_last_epoch", "Epoch of the last checkpoint taken (0: none)", es.last_checkpoint_epoch);
 
   // Client and peer frames.
-  m.Counter("detdb_client_requests_total", "Client request frames handled", cs.requests);
+  m.Counter("detdb_client_requests_total", "Client request frames that reached decoding", cs.requests);
+  m.Counter("detdb_client_frames_good_total", "Client request frames that decoded", cs.good);
   m.Family("detdb_client_refused_total", "counter", "Client frames or txns refused, by reason");
   m.Sample("detdb_client_refused_total", {{"reason", "bad_frame"}}, cs.bad_frames);
   m.Sample("detdb_client_refused_total", {{"reason", "duplicate"}}, cs.duplicates);
@@ -105,12 +151,23 @@ std::string Node::MetricsText() const {
   m.Family("detdb_txn_latency_seconds", "histogram",
            "From a txn's arrival at this node to its reply leaving (txns submitted here)");
   m.HistogramSamples("detdb_txn_latency_seconds", {}, endpoint_->latency());
-  m.Counter("detdb_peer_frames_received_total", "Peer frames handled", ns.received);
+  m.Counter("detdb_peer_frames_received_total", "Peer frames taken off the peer port", ns.received);
+  m.Counter("detdb_peer_frames_good_total", "Peer frames that passed the network's checks and were handed on",
+            ns.good);
   m.Counter("detdb_peer_frames_sent_total", "Peer frames sent", ns.sent);
-  m.Family("detdb_peer_refused_total", "counter", "Peer frames or their contents dropped, by reason");
-  m.Sample("detdb_peer_refused_total", {{"reason", "bad_frame"}}, ns.dropped);
-  m.Sample("detdb_peer_refused_total", {{"reason", "bad_batch"}}, es.bad_peer_batches);
-  m.Sample("detdb_peer_refused_total", {{"reason", "bad_result"}}, es.bad_peer_results);
+  m.Counter("detdb_peer_send_failed_total", "Peer frames this node could not queue to a peer", ns.send_failed);
+  m.Family("detdb_peer_refused_total", "counter",
+           "Peer frames (network checks) or their contents (engine checks) dropped, by reason");
+  for (int r = 0; r < kPeerDropReasons; ++r)
+    m.Sample("detdb_peer_refused_total", {{"reason", PeerDropName(static_cast<PeerDrop>(r))}}, ns.by_reason[r]);
+  const std::pair<const char*, uint64_t> engine_reasons[] = {
+      {"bad_batch", es.bad_peer_batches},
+      {"duplicate_batch", es.duplicate_peer_batches},
+      {"far_batch", es.far_peer_batches},
+      {"conflicting_batch", es.conflicting_peer_batches},
+      {"bad_result", es.bad_peer_results},
+      {"forged_result", es.forged_peer_results}};
+  for (const auto& [reason, n] : engine_reasons) m.Sample("detdb_peer_refused_total", {{"reason", reason}}, n);
   m.Counter("detdb_peer_frames_lost_total", "Peer frames missing from a sequence (lost in transit)", ns.lost);
   // Rejoins (docs/DURABILITY.md, "Rejoining a running cluster").
   m.Counter("detdb_peer_restarts_total", "Hellos of a newer incarnation of a peer (it restarted)", ns.restarts);
@@ -118,6 +175,34 @@ std::string Node::MetricsText() const {
   m.Gauge("detdb_rejoin_retained_bytes", "Remote reads and results kept for the peers' rejoins", es.retained_bytes);
   m.Counter("detdb_peer_results_late_total", "Peer results for txns answered already (a peer replaying)",
             es.late_peer_results);
+
+  // CURVE (docs/SECURITY.md): connections, not frames.
+  const bool curve = !options_.config.nodes(0).curve_public_key().empty();
+  m.Gauge("detdb_curve_enabled", "1 if the peer and client ports require CURVE", curve ? 1 : 0);
+  const std::pair<const char*, CurveAuthStats> ports[] = {{"peer", net_->curve_stats()},
+                                                          {"client", endpoint_->curve_stats()}};
+  m.Family("detdb_curve_allowed_total", "counter", "Connections whose CURVE key was allowed, by port");
+  for (const auto& [port, c] : ports) m.Sample("detdb_curve_allowed_total", {{"port", port}}, c.allowed);
+  m.Family("detdb_curve_refused_total", "counter",
+           "Connections refused, by port and reason: key (not allowed), mechanism (e.g. NULL), protocol (a broken "
+           "handshake)");
+  for (const auto& [port, c] : ports) {
+    m.Sample("detdb_curve_refused_total", {{"port", port}, {"reason", "key"}}, c.refused_key);
+    m.Sample("detdb_curve_refused_total", {{"port", port}, {"reason", "mechanism"}}, c.refused_mechanism);
+    m.Sample("detdb_curve_refused_total", {{"port", port}, {"reason", "protocol"}}, c.refused_protocol);
+  }
+
+  // Storage latches (seed 001): lock elision where the CPU has RTM. The
+  // counters are per thread and summed here (docs/STORAGE.md).
+  const ElidedLatch::Stats ls = ElidedLatch::GlobalStats();
+  m.Gauge("detdb_latch_elision_enabled", "1 if storage latches elide with hardware transactions (RTM)",
+          ElidedLatch::ElisionEnabled() ? 1 : 0);
+  m.Counter("detdb_latch_elided_total", "Storage latch sections committed as hardware transactions", ls.elided);
+  m.Counter("detdb_latch_fallbacks_total", "Storage latch sections that took the latch after aborts", ls.fallback);
+  m.Family("detdb_latch_aborts_total", "counter", "Hardware transactions of storage latches that aborted, by cause");
+  for (int c = 0; c < ElidedLatch::kNumAbortCauses; ++c)
+    m.Sample("detdb_latch_aborts_total", {{"cause", ElidedLatch::AbortCauseName(ElidedLatch::AbortCause(c))}},
+             ls.aborts_by_cause[c]);
   return m.text();
 }
 

@@ -5,6 +5,7 @@
 #include <sys/time.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,6 +96,7 @@ TestCluster::TestCluster(const TestClusterOptions& options) : options_(options) 
   exit_status_.assign(options.nodes, -1);
   killed_.assign(options.nodes, false);
   next_flags_.resize(options.nodes);
+  next_fsize_.resize(options.nodes, 0);
 }
 
 std::string TestCluster::LogDir(uint32_t node) const { return absl::StrCat(dir_, "/data", node, "/log"); }
@@ -122,11 +124,17 @@ absl::Status TestCluster::Start(std::chrono::milliseconds timeout) {
     for (const std::string& f : options_.flags) args.push_back(f);
     for (const std::string& f : next_flags_[i]) args.push_back(f);
     next_flags_[i].clear();
+    const uint64_t fsize = next_fsize_[i];
+    next_fsize_[i] = 0;
     const std::string log = absl::StrCat(dir_, "/node", i, ".log");
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test
+      if (fsize > 0) {
+        const struct rlimit limit = {fsize, fsize};
+        setrlimit(RLIMIT_FSIZE, &limit);
+      }
       const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (fd >= 0) {
         dup2(fd, 1);
@@ -190,6 +198,13 @@ absl::Status TestCluster::Stop() {
   }
   if (!bad.empty()) return absl::InternalError(absl::StrCat("unclean stop:", bad, "\n", Logs()));
   return absl::OkStatus();
+}
+
+std::string TestCluster::NodeLog(uint32_t node) const {
+  std::ifstream f(absl::StrCat(dir_, "/node", node, ".log"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 std::string TestCluster::Logs() const {

@@ -69,12 +69,17 @@ class TestCluster {
   pid_t pid(uint32_t node) const { return pids_[node]; }
   // Flags for node's next Start() only (e.g. a crash point).
   void SetNextStartFlags(uint32_t node, std::vector<std::string> flags) { next_flags_[node] = std::move(flags); }
+  // A file-size limit (RLIMIT_FSIZE, bytes) for node's next Start() only:
+  // its writes beyond it fail with EFBIG, as on a full disk.
+  void SetNextStartFileSizeLimit(uint32_t node, uint64_t bytes) { next_fsize_[node] = bytes; }
   // Where node's input log is (data_dirs).
   std::string LogDir(uint32_t node) const;
 
   const pb::ClusterConfig& config() const { return config_; }
   const std::string& config_path() const { return config_path_; }
   std::string Logs() const;
+  // Node's whole log (stdout and stderr of every start).
+  std::string NodeLog(uint32_t node) const;
   // With curve: the client key pair of the allowlist, and where node's (or
   // any named) key pair files are: KeyPrefix("node0") + ".key" / ".pub".
   const CurveKeyPair& client_keys() const { return client_keys_; }
@@ -89,6 +94,7 @@ class TestCluster {
   std::vector<int> exit_status_;
   std::vector<bool> killed_;
   std::vector<std::vector<std::string>> next_flags_;
+  std::vector<uint64_t> next_fsize_;  // 0: no limit
 };
 
 }  // namespace detdb

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/thread_name.h"
 #include "client/cluster_config.h"
@@ -77,7 +78,15 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
     net->pull_->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_frame_bytes));
     net->pull_->set(zmq::sockopt::linger, 0);
     if (options.curve.has_value()) {  // the ZAP handler before any bind
-      auto auth = CurveAuth::Create(&net->ctx_, net->pull_.get(), *options.curve);
+      // Only the config's nodes, each connection tagged with its node id.
+      CurveServerOptions co = *options.curve;
+      co.allowed.clear();
+      co.user_ids.clear();
+      for (const auto& n : options.config.nodes()) {
+        co.allowed.insert(n.curve_public_key());
+        co.user_ids[n.curve_public_key()] = absl::StrCat(n.id());
+      }
+      auto auth = CurveAuth::Create(&net->ctx_, net->pull_.get(), co);
       if (!auth.ok()) return auth.status();
       net->auth_ = std::move(*auth);
     }
@@ -281,11 +290,15 @@ void ZmqPeerNet::Stop() {
 ZmqPeerNetStats ZmqPeerNet::stats() const {
   ZmqPeerNetStats s;
   s.received = received_.load(std::memory_order_relaxed);
+  s.good = good_.load(std::memory_order_relaxed);
   s.dropped = dropped_.load(std::memory_order_relaxed);
+  for (int r = 0; r < kPeerDropReasons; ++r) s.by_reason[r] = drops_[r].load(std::memory_order_relaxed);
+  s.sender_mismatch = s.by_reason[static_cast<int>(PeerDrop::kSenderMismatch)];
   s.sent = sent_.load(std::memory_order_relaxed);
+  s.send_failed = send_failed_.load(std::memory_order_relaxed);
   s.lost = lost_.load(std::memory_order_relaxed);
-  s.forged_reads = forged_reads_.load(std::memory_order_relaxed);
-  s.stale = stale_.load(std::memory_order_relaxed);
+  s.forged_reads = s.by_reason[static_cast<int>(PeerDrop::kForgedReads)];
+  s.stale = s.by_reason[static_cast<int>(PeerDrop::kStale)];
   s.restarts = restarts_.load(std::memory_order_relaxed);
   return s;
 }
@@ -294,7 +307,7 @@ void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
   Peer* peer = node < peers_.size() ? peers_[node].get() : nullptr;
   if (peer == nullptr) {
     LOG_EVERY_N(ERROR, 100) << "no peer socket to node " << node << "; message dropped";
-    dropped_.fetch_add(1, std::memory_order_relaxed);
+    send_failed_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   std::lock_guard<std::mutex> l(peer->mu);
@@ -320,13 +333,13 @@ void ZmqPeerNet::SendLocked(uint32_t node, Peer* peer, pb::PeerMessage* msg) {
   msg->SerializeWithCachedSizesToArray(static_cast<uint8_t*>(frame.data()));
   try {
     if (!peer->push->send(frame, zmq::send_flags::dontwait)) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
+      send_failed_.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(ERROR, 1000) << "peer " << node << " send queue full; frame dropped";
       return;
     }
   } catch (const zmq::error_t& e) {
     LOG_EVERY_N(ERROR, 1000) << "send to node " << node << ": " << e.what();
-    dropped_.fetch_add(1, std::memory_order_relaxed);
+    send_failed_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   sent_.fetch_add(1, std::memory_order_relaxed);
@@ -383,12 +396,21 @@ void ZmqPeerNet::ReceiveLoop() {
       if ((item.revents & ZMQ_POLLIN) == 0) continue;
       while (pull_->recv(frame, zmq::recv_flags::dontwait)) {
         if (frame.more()) {  // peers send single frames: drop the rest of a multipart message
-          dropped_.fetch_add(1, std::memory_order_relaxed);
+          received_.fetch_add(1, std::memory_order_relaxed);
+          Drop(PeerDrop::kMalformed, frame.size(), "a peer frame is a single part");
           while (frame.more() && pull_->recv(frame, zmq::recv_flags::dontwait)) {
           }
           continue;
         }
-        Handle(frame);
+        std::optional<uint32_t> authenticated;
+        if (auth_ != nullptr) {
+          // The node id CurveAuth gave the connection's key (ZAP User-Id).
+          const char* user_id = zmq_msg_gets(frame.handle(), "User-Id");
+          uint32_t node = kUnknownNode;
+          if (user_id == nullptr || !absl::SimpleAtoi(user_id, &node) || node >= num_nodes_) node = kUnknownNode;
+          authenticated = node;
+        }
+        Handle(frame, authenticated);
         if (stop_.load(std::memory_order_acquire)) break;
       }
     } catch (const zmq::error_t& e) {
@@ -415,24 +437,58 @@ std::string ZmqPeerNet::SettingsDiffer(uint32_t from, const pb::Hello& hello) co
   return out;
 }
 
-void ZmqPeerNet::Handle(const zmq::message_t& frame) {
-  auto drop = [&](const std::string& why) {
-    dropped_.fetch_add(1, std::memory_order_relaxed);
-    LOG_EVERY_N(ERROR, 100) << "dropping peer frame (" << frame.size() << " bytes): " << why;
-  };
-  if (frame.size() > options_.max_frame_bytes) return drop("too large");
-  pb::PeerMessage m;
-  if (!m.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) return drop("does not parse");
-  if (m.config_hash() != config_hash_)
-    return drop(absl::StrCat("node ", m.from_node(), " runs with another cluster config (hash ", m.config_hash(),
-                             ", ours ", config_hash_, ")"));
-  if (m.from_node() >= num_nodes_ || m.from_node() == options_.node_id) return drop("unknown sender");
+const char* PeerDropName(PeerDrop reason) {
+  switch (reason) {
+    case PeerDrop::kMalformed: return "malformed";
+    case PeerDrop::kConfigHash: return "config_hash";
+    case PeerDrop::kUnknownSender: return "unknown_sender";
+    case PeerDrop::kSenderMismatch: return "sender_mismatch";
+    case PeerDrop::kStale: return "stale_frame";
+    case PeerDrop::kOtherSequencer: return "other_sequencer";
+    case PeerDrop::kNotHere: return "partition_not_here";
+    case PeerDrop::kForgedReads: return "forged_reads";
+    case PeerDrop::kCount: break;
+  }
+  return "unknown";
+}
+
+void ZmqPeerNet::Drop(PeerDrop reason, size_t bytes, const std::string& why) {
+  drops_[static_cast<int>(reason)].fetch_add(1, std::memory_order_relaxed);
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  LOG_EVERY_N(ERROR, 100) << "dropping peer frame (" << bytes << " bytes, " << PeerDropName(reason) << "): " << why;
+}
+
+void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> authenticated) {
   received_.fetch_add(1, std::memory_order_relaxed);
+  auto drop = [&](PeerDrop reason, const std::string& why) { Drop(reason, frame.size(), why); };
+  if (frame.size() > options_.max_frame_bytes) return drop(PeerDrop::kMalformed, "too large");
+  pb::PeerMessage m;
+  if (!m.ParseFromArray(frame.data(), static_cast<int>(frame.size())))
+    return drop(PeerDrop::kMalformed, "does not parse");
+  if (m.config_hash() != config_hash_)
+    return drop(PeerDrop::kConfigHash, absl::StrCat("node ", m.from_node(), " runs with another cluster config (hash ",
+                                                    m.config_hash(), ", ours ", config_hash_, ")"));
+  if (m.from_node() >= num_nodes_ || m.from_node() == options_.node_id)
+    return drop(PeerDrop::kUnknownSender, "unknown sender");
+  // With CURVE, from_node is tied to the key: a node may speak only for
+  // itself (its frame sequence, its batches, reads and results). Checked
+  // before the incarnations below: a forged Hello must not reset the
+  // sequence of the node it claims to be.
+  if (authenticated.has_value() && *authenticated != m.from_node()) {
+    drops_[static_cast<int>(PeerDrop::kSenderMismatch)].fetch_add(1, std::memory_order_relaxed);
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_T(ERROR, 1) << "refusing a peer frame that claims node " << m.from_node() << " but came over "
+                          << (*authenticated == kUnknownNode ? std::string("a connection of no node's key")
+                                                             : absl::StrCat("node ", *authenticated, "'s CURVE key"))
+                          << " (a forgery: node keys must stay secret)";
+    return;
+  }
   const uint32_t from = m.from_node();
   // Frames of another process than the one at either end: normal around a
-  // restart (queued while a node was down, in flight when it died).
+  // restart (queued while a node was down, in flight when it died), so
+  // counted as stale but logged at INFO only.
   auto stale = [&](const std::string& why) {
-    stale_.fetch_add(1, std::memory_order_relaxed);
+    drops_[static_cast<int>(PeerDrop::kStale)].fetch_add(1, std::memory_order_relaxed);
     dropped_.fetch_add(1, std::memory_order_relaxed);
     LOG_EVERY_N(INFO, 1000) << "dropping a stale peer frame: " << why;
   };
@@ -453,9 +509,8 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
   if (m.seq() < expected) {
     // A resent or replayed frame: dropped, and the expectation stays
     // (moving it back would take every later copy again).
-    stale_.fetch_add(1, std::memory_order_relaxed);
-    return drop(absl::StrCat("frame ", m.seq(), " from node ", m.from_node(), " is below the expected ", expected,
-                             " (resent or replayed)"));
+    return drop(PeerDrop::kStale, absl::StrCat("frame ", m.seq(), " from node ", m.from_node(),
+                                               " is below the expected ", expected, " (resent or replayed)"));
   }
   if (m.seq() > expected) {
     lost_.fetch_add(m.seq() - expected, std::memory_order_relaxed);
@@ -505,35 +560,43 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame) {
       else
         LOG(WARNING) << "node " << m.from_node() << " said hello again in the same incarnation; ignored";
       hello_cv_.notify_all();
+      good_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     case pb::PeerMessage::kBatch:
-      if (m.batch().sequencer_id() != m.from_node()) return drop("batch of another sequencer");
+      if (m.batch().sequencer_id() != m.from_node())
+        return drop(PeerDrop::kOtherSequencer, "batch of another sequencer");
+      good_.fetch_add(1, std::memory_order_relaxed);
       handler_->OnPeerBatch(std::make_shared<pb::Batch>(std::move(*m.mutable_batch())));
       return;
     case pb::PeerMessage::kRemoteReads: {
       const uint32_t to = m.to_partition();
-      if (to >= receivers_.size() || receivers_[to] == nullptr) return drop("remote reads for a partition not here");
+      if (to >= receivers_.size() || receivers_[to] == nullptr)
+        return drop(PeerDrop::kNotHere, "remote reads for a partition not here");
       if (absl::Status s = CheckReadsSender(m.remote_reads(), m.from_node(), *this, num_partitions()); !s.ok()) {
-        forged_reads_.fetch_add(1, std::memory_order_relaxed);
-        return drop(std::string(s.message()));
+        return drop(PeerDrop::kForgedReads, std::string(s.message()));
       }
+      good_.fetch_add(1, std::memory_order_relaxed);
       receivers_[to]->OnRemoteReads(std::move(*m.mutable_remote_reads()));
       return;
     }
     case pb::PeerMessage::kResult:
-      handler_->OnPeerResult(m.result());
+      good_.fetch_add(1, std::memory_order_relaxed);
+      handler_->OnPeerResult(m.from_node(), m.result());
       return;
     case pb::PeerMessage::kRejoinRequest:
+      good_.fetch_add(1, std::memory_order_relaxed);
       handler_->OnRejoinRequest(from, m.rejoin_request());
       return;
     case pb::PeerMessage::kRejoinReply:
+      good_.fetch_add(1, std::memory_order_relaxed);
       handler_->OnRejoinReply(from, m.rejoin_reply());
       return;
     case pb::PeerMessage::BODY_NOT_SET:
+      good_.fetch_add(1, std::memory_order_relaxed);
       return;  // a durable (and checkpoint) stamp alone (handled above)
     default:
-      return drop("unknown message");
+      return drop(PeerDrop::kMalformed, "unknown message");
   }
 }
 

@@ -28,8 +28,11 @@
 //         With options.curve the peer port is a CURVE server that admits
 //         only the nodes' keys of the config (CurveAuth: ZAP handler
 //         installed before the bind) and connects to peers with this node's
-//         key pair; without it the port is not authenticated: keep it on a
-//         trusted network (docs/SECURITY.md).
+//         key pair; a frame whose from_node is not the node whose key
+//         authenticated its connection (the ZAP User-Id) is dropped and
+//         counted (sender_mismatch) before it touches any per-sender state.
+//         Without CURVE the port is not authenticated and from_node is taken
+//         on trust: keep it on a trusted network (docs/SECURITY.md).
 // OUTPUT: Send/SendBatch/SendResult serialise on the caller's thread and
 //         queue the frame on the peer's PUSH socket without blocking (no
 //         high-water mark: a stalled peer costs memory, never a blocked
@@ -75,8 +78,9 @@ struct ZmqPeerNetOptions {
   size_t max_frame_bytes = 256u << 20;
   // Added to the last node's boot time to get the agreed start time.
   std::chrono::milliseconds start_margin{200};
-  // CURVE (docs/SECURITY.md): this node's key pair and, as `allowed`, every
-  // node's public key of the config. Unset: insecure (NULL mechanism).
+  // CURVE (docs/SECURITY.md): this node's key pair (and the ZAP domain).
+  // Create sets `allowed` and `user_ids` from the config: every node's
+  // public key, each with its node id. Unset: insecure (NULL mechanism).
   std::optional<CurveServerOptions> curve;
 };
 
@@ -87,14 +91,34 @@ inline constexpr int64_t kMaxClockSkewUs = 10'000'000;
 // setting "protocol_version"); raise it whenever PeerMessage's meaning changes.
 inline constexpr uint32_t kPeerProtocolVersion = 2;
 
+// Why a received peer frame was dropped (ZmqPeerNetStats::by_reason).
+enum class PeerDrop : int {
+  kMalformed,       // too large, does not parse, several parts, unknown body
+  kConfigHash,      // another cluster config
+  kUnknownSender,   // from_node not another node of the config
+  kSenderMismatch,  // CURVE: from_node is not the node whose key sent it
+  kStale,           // below the expected sequence number (resent or replayed), or of another incarnation
+  kOtherSequencer,  // a batch of another node's sequencer
+  kNotHere,         // remote reads for a partition not served here
+  kForgedReads,     // remote reads of a partition the sender does not serve
+  kCount,
+};
+inline constexpr int kPeerDropReasons = static_cast<int>(PeerDrop::kCount);
+// The reason's name in /metrics (snake case).
+const char* PeerDropName(PeerDrop reason);
+
 struct ZmqPeerNetStats {
-  uint64_t received = 0;   // frames handled
-  uint64_t dropped = 0;    // frames dropped (bad frame, config hash, unknown node/partition)
-  uint64_t forged_reads = 0;  // of those: remote reads of a partition the sender does not serve
-  uint64_t stale = 0;         // of those: a sequence number below the expected one (resent or replayed),
-                              // or of another incarnation of the sender or of this node
-  uint64_t restarts = 0;      // Hellos of a newer incarnation of a peer (it restarted)
+  uint64_t received = 0;   // frames taken off the peer port (good or not)
+  uint64_t good = 0;       // of those: passed every check here and handed on
+  uint64_t dropped = 0;    // of those: dropped, for any reason of by_reason
+  uint64_t by_reason[kPeerDropReasons] = {};
+  uint64_t forged_reads = 0;     // by_reason[kForgedReads]
+  uint64_t stale = 0;            // by_reason[kStale]: resent or replayed, or of another incarnation
+                                 // of the sender or of this node
+  uint64_t sender_mismatch = 0;  // by_reason[kSenderMismatch]
+  uint64_t restarts = 0;         // Hellos of a newer incarnation of a peer (it restarted)
   uint64_t sent = 0;
+  uint64_t send_failed = 0;   // frames this node could not queue to a peer
   uint64_t lost = 0;       // frames missing from a peer's sequence (lost in transit)
 };
 
@@ -162,9 +186,13 @@ class ZmqPeerNet final : public PeerLink {
   uint64_t incarnation() const { return incarnation_; }
 
   // One received frame, as the receive thread handles it (INPUT above).
+  // authenticated: with CURVE, the node whose key the frame's connection
+  // authenticated with (kUnknownNode if its User-Id names none); the frame
+  // is dropped unless its from_node is that node. nullopt: without CURVE.
   // Public for fuzz/fuzz_peer_message.cc, which calls it without Start().
   // REQUIRES: the receive thread not running, or called from it.
-  void Handle(const zmq::message_t& frame);
+  void Handle(const zmq::message_t& frame, std::optional<uint32_t> authenticated = std::nullopt);
+  static constexpr uint32_t kUnknownNode = UINT32_MAX;
 
   // PeerLink / Transport.
   uint32_t node_id() const override { return options_.node_id; }
@@ -251,7 +279,11 @@ class ZmqPeerNet final : public PeerLink {
   bool hello_cancelled_ = false;                   // guarded by hello_mu_
 
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> received_{0}, dropped_{0}, sent_{0}, lost_{0}, forged_reads_{0}, stale_{0}, restarts_{0};
+  // Counts a dropped frame and (at most one line per 100 drops) logs why.
+  void Drop(PeerDrop reason, size_t bytes, const std::string& why);
+  std::atomic<uint64_t> received_{0}, good_{0}, dropped_{0}, sent_{0}, send_failed_{0}, lost_{0};
+  std::atomic<uint64_t> drops_[kPeerDropReasons] = {};
+  std::atomic<uint64_t> restarts_{0};
   std::vector<uint64_t> expected_seq_;             // receive thread only: by sender
   std::vector<uint64_t> incarnation_of_;           // receive thread only: by sender (0: not heard)
   const uint64_t incarnation_;                     // ours

@@ -43,7 +43,7 @@ class Recorder : public PeerHandler, public RemoteReadsReceiver {
     std::lock_guard<std::mutex> l(mu);
     epochs.push_back(b->epoch());
   }
-  void OnPeerResult(const pb::TxnResult& r) override {
+  void OnPeerResult(uint32_t, const pb::TxnResult& r) override {
     std::lock_guard<std::mutex> l(mu);
     results.push_back(r.txn_id());
   }
@@ -532,6 +532,60 @@ TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {
                 absl::StrCat("node 0 runs without protocol_version, we with protocol_version ", kPeerProtocolVersion)),
             std::string::npos)
       << s.status();
+}
+
+// With CURVE the receive thread passes the node whose key sent a frame
+// (the ZAP User-Id): a frame claiming another node is dropped and counted
+// apart (sender_mismatch), before it moves that node's frame sequence;
+// without CURVE (nullopt) from_node is taken as it is.
+TEST(ZmqPeerNet, AFrameFromAnotherNodesKeyIsDroppedBeforeItTouchesTheSequence) {
+  pb::ClusterConfig c = TwoNodes(1000);
+  pb::NodeConfig* third = c.add_nodes();
+  third->set_id(2);
+  third->set_host("127.0.0.1");
+  third->set_peer_port(FreeLoopbackPort());
+  third->set_client_port(FreeLoopbackPort());
+  c.set_num_partitions(3);
+  third->add_partitions(2);
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = 0;
+  auto n = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n.ok()) << n.status();
+  Recorder rec;
+  (*n)->SetHandler(&rec);
+  (*n)->RegisterReceiver(0, &rec);
+  auto frame = [&](uint32_t from, uint64_t seq, uint64_t txn) {
+    pb::PeerMessage m;
+    m.set_config_hash(ClusterConfigHash(c));
+    m.set_from_node(from);
+    m.set_to_incarnation((*n)->incarnation());  // this process (no Hello: the sender's incarnation stays 0)
+    m.set_seq(seq);
+    m.mutable_result()->set_txn_id(txn);
+    const std::string bytes = m.SerializeAsString();
+    return zmq::message_t(bytes.data(), bytes.size());
+  };
+  (*n)->Handle(frame(2, 1000, 1), 1);  // node 1's key, claiming node 2 (with a frame number far ahead)
+  (*n)->Handle(frame(2, 1000, 2), ZmqPeerNet::kUnknownNode);  // a key of no node
+  EXPECT_TRUE(rec.results.empty());
+  ZmqPeerNetStats s = (*n)->stats();
+  EXPECT_EQ(s.sender_mismatch, 2u);
+  EXPECT_EQ(s.dropped, 2u);
+  EXPECT_EQ(s.by_reason[static_cast<int>(PeerDrop::kSenderMismatch)], 2u);
+  EXPECT_EQ(s.lost, 0u) << "node 2's sequence did not move";
+  (*n)->Handle(frame(2, 1, 3), 2);  // node 2 itself: its first frame
+  (*n)->Handle(frame(1, 1, 4), 1);
+  (*n)->Handle(frame(1, 2, 5), std::nullopt);  // without CURVE: taken as it claims
+  (*n)->Handle(frame(1, 2, 6), 1);             // again: stale, counted apart
+  s = (*n)->stats();
+  EXPECT_EQ(rec.results, (std::vector<uint64_t>{3, 4, 5}));
+  EXPECT_EQ(s.lost, 0u);
+  EXPECT_EQ(s.stale, 1u);
+  EXPECT_EQ(s.sender_mismatch, 2u);
+  EXPECT_EQ(s.dropped, 3u);
+  EXPECT_EQ(s.received, 6u);
+  EXPECT_EQ(s.good, 3u);
+  EXPECT_STREQ(PeerDropName(PeerDrop::kStale), "stale_frame");
 }
 
 TEST(ZmqPeerNet, PortInUseIsAnError) {

@@ -10,11 +10,12 @@
 // micro workload in cluster mode; only valid batches and remote reads are
 // not enqueued (nothing runs them: they would pile up).
 //
-// Input: byte 0 selects the mode; the rest is the frame. Mode even: the
-// frame as is (a peer's frame must carry our config hash, which the fuzzer
-// rarely guesses: this exercises the decode and the first check). Mode odd:
-// if the frame parses, it is stamped with our config hash and serialised
-// again, so the checks behind the hash are reached.
+// Input: byte 0 selects the mode; the rest is the frame. Mode bit 0 clear:
+// the frame as is (a peer's frame must carry our config hash, which the
+// fuzzer rarely guesses: this exercises the decode and the first check).
+// Bit 0 set: if the frame parses, it is stamped with our config hash and
+// serialised again, so the checks behind the hash are reached. Bits 1-2:
+// the node whose CURVE key the frame came with (none, 0, 1, no node's).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -23,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "deploy/zmq_peer_net.h"
@@ -53,7 +55,7 @@ class Handler final : public detdb::PeerHandler, public detdb::RemoteReadsReceiv
  public:
   explicit Handler(Engine* engine) : engine_(engine) {}
   void OnPeerBatch(std::shared_ptr<pb::Batch> batch) override { (void)engine_->CheckPeerBatch(batch.get()); }
-  void OnPeerResult(const pb::TxnResult& result) override { engine_->OnPeerResult(result); }
+  void OnPeerResult(uint32_t from, const pb::TxnResult& result) override { engine_->OnPeerResult(from, result); }
   void OnPeerDurable(uint32_t node, uint64_t epoch) override { engine_->OnPeerDurable(node, epoch); }
   void OnPeerCheckpoint(uint32_t node, uint64_t epoch) override { engine_->OnPeerCheckpoint(node, epoch); }
   void OnRemoteReads(pb::RemoteReads) override {}
@@ -108,6 +110,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     m.set_config_hash(state->net->config_hash());
     frame = m.SerializeAsString();
   }
-  state->net->Handle(zmq::message_t(frame.data(), frame.size()));
+  // Bits 1-2 of the mode: the node the frame's CURVE key belongs to, as the
+  // receive thread passes it with CURVE on (0: none, CURVE off; 1, 2: node
+  // 0 or 1; 3: a key of no node).
+  std::optional<uint32_t> authenticated;
+  switch ((data[0] >> 1) & 3) {
+    case 1: authenticated = 0; break;
+    case 2: authenticated = 1; break;
+    case 3: authenticated = detdb::ZmqPeerNet::kUnknownNode; break;
+    default: break;
+  }
+  state->net->Handle(zmq::message_t(frame.data(), frame.size()), authenticated);
   return 0;
 }

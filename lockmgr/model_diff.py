@@ -74,7 +74,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
     ap.add_argument("--replay", required=True)
-    ap.add_argument("--workloads", type=int, default=150)
+    ap.add_argument("--workloads", type=int, default=int(os.environ.get("DETDB_MODEL_DIFF_WORKLOADS", "150")))
     ap.add_argument("--seed", type=int, default=20261121)
     args = ap.parse_args()
     if not os.path.exists(args.model):

@@ -164,6 +164,7 @@ struct CheckpointStats {
   std::string path;     // the published file
   double pause_ms = 0;  // schedulers paused at the boundary (filled by the engine)
   double fork_ms = 0;   // of which fork()
+  double lock_ms = 0;   // of which taking S on every local partition (the workers' cached intents given back)
   double write_ms = 0;  // child streaming + temp file written and synced
   double total_ms = 0;  // request to published (filled by the engine)
 };

@@ -24,6 +24,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     return absl::InvalidArgumentError(absl::StrCat("max_pending_bytes (", options.max_pending_bytes,
                                                    ") must hold the largest txn accepted (", largest, " bytes)"));
   if (options.peer_window_us == 0) return absl::InvalidArgumentError("peer_window_us must be positive");
+  if (auto kind = ParseIntentLockKind(options.intent_locks); !kind.ok()) return kind.status();
   if (options.peers != nullptr) {
     if (options.peers->num_nodes() == 0 || options.peers->num_nodes() > EpochBatcher::kMaxSequencers ||
         options.peers->node_id() >= options.peers->num_nodes())
@@ -42,8 +43,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   }
   Transport* transport = options.peers != nullptr ? static_cast<Transport*>(e->outbox_.get()) : e->transport_.get();
   // The window ahead of the merged epoch for peers' batches and early reads.
-  const uint64_t window_epochs =
-      std::max<uint64_t>(16, (options.peer_window_us + options.epoch_us - 1) / options.epoch_us);
+  const uint64_t window_epochs = PeerWindowEpochs(options);
   if (options.peers != nullptr)
     e->window_ = std::make_unique<PeerBatchWindow>(options.peers->num_nodes(), /*first_epoch=*/1, window_epochs);
   std::vector<bool> local(partitioner->num_partitions(), false);
@@ -65,6 +65,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     so.workers = options.workers;
     so.release_on_workers = options.release_on_workers;
     so.adaptive_admission = options.adaptive_admission;
+    so.staged_alloc = options.staged_alloc;
     so.lock_manager = options.lock_manager;
     so.lock = options.lock;
     so.num_sequencers = options.peers != nullptr ? options.peers->num_nodes() : 1;
@@ -113,7 +114,8 @@ Engine::Engine(const EngineOptions& options, const Partitioner* partitioner, con
   const PeerLink* peers = options.peers;
   for (PartitionId p = 0; p < partitioner->num_partitions(); ++p) {
     const bool local = peers == nullptr || peers->NodeOf(p) == peers->node_id();
-    stores_.push_back(local ? std::make_unique<PartitionStore>() : nullptr);
+    const PartitionStoreOptions so{.intent_locks = ParseIntentLockKind(options.intent_locks).value_or(IntentLockKind::kLil)};
+    stores_.push_back(local ? std::make_unique<PartitionStore>(so) : nullptr);
     if (local) local_.push_back(p);
   }
   SequencerOptions so;
@@ -239,11 +241,15 @@ absl::Status Engine::Stop(std::chrono::milliseconds drain_timeout) {
   return absl::OkStatus();
 }
 
-absl::Status Engine::Validate(const pb::Txn& txn) const {
+absl::Status Engine::Validate(const pb::Txn& txn, bool from_peer) const {
+  const bool known_client = txn.client_id() != 0 && (options_.results != nullptr || txn.client_id() <= clients_.size());
+  if (txn.has_table_op()) {  // no procedure, so no workload check
+    if (!known_client) return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
+    return ValidateTableOp(txn, from_peer);
+  }
   if (procedures_->Find(txn.type()) == nullptr)
     return absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));
-  if (txn.client_id() == 0 || (options_.results == nullptr && txn.client_id() > clients_.size()))
-    return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
+  if (!known_client) return absl::InvalidArgumentError(absl::StrCat("unknown client ", txn.client_id()));
   if (txn.args().size() > options_.max_args_bytes)
     return absl::InvalidArgumentError(
         absl::StrCat("txn args of ", txn.args().size(), " bytes; the limit is ", options_.max_args_bytes));
@@ -557,6 +563,7 @@ EngineStats Engine::stats() const {
   s.rejected = rejected_.load();
   s.bad_peer_batches = bad_peer_batches_.load();
   s.bad_peer_results = bad_peer_results_.load();
+  s.forged_peer_results = forged_peer_results_.load();
   s.duplicate_peer_batches = duplicate_peer_batches_.load();
   s.far_peer_batches = far_peer_batches_.load();
   s.conflicting_peer_batches = conflicting_peer_batches_.load();

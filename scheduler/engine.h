@@ -76,6 +76,7 @@ struct EngineOptions {
   uint32_t workers = 1;               // per partition
   bool release_on_workers = true;     // see SchedulerOptions
   bool adaptive_admission = true;     // see SchedulerOptions (admission.h)
+  bool staged_alloc = false;          // see SchedulerOptions (staged_states.h)
   std::string lock_manager = "dclp";
   LockManagerOptions lock;
   uint64_t epoch_us = 1000;
@@ -118,6 +119,14 @@ struct EngineOptions {
   // Optional check of every txn (the workload's: arguments, key sets), run
   // last by Validate: on client, in-process, peer and replayed peer input.
   std::function<absl::Status(const pb::Txn&)> txn_check;
+  // Which intent locks keep whole-table operations (scans, truncates, bulk
+  // loads, checkpoint captures) apart from the workers: "lil", "sli" or
+  // "queue" (storage/intent_lock.h).
+  std::string intent_locks = "lil";
+  // Whether clients may submit table operations (pb::Txn::table_op:
+  // truncate, bulk load) here. Off, they are refused before sequencing
+  // (those of a peer's batch run anyway: its node accepted them).
+  bool allow_table_ops = false;
   // The input log (log.dir empty: none; replies as soon as executed).
   LogStageOptions log;
   // Called once (on the thread that saw it) when the log fails: the engine
@@ -131,9 +140,21 @@ struct EngineOptions {
   CheckpointOptions checkpoint;
 };
 
+// The peer window in epochs: ceil(peer_window_us / epoch_us), at least 16
+// (see EngineOptions::peer_window_us). Peers' batches, early remote reads
+// and a scan's scan_after_epoch are accepted at most this far ahead.
+inline uint64_t PeerWindowEpochs(const EngineOptions& o) {
+  const uint64_t epoch_us = o.epoch_us == 0 ? 1 : o.epoch_us;
+  const uint64_t epochs = (o.peer_window_us + epoch_us - 1) / epoch_us;
+  return epochs < 16 ? 16 : epochs;
+}
+
 struct EngineStats {
   uint64_t submitted = 0, replied = 0, rejected = 0, epochs = 0;
-  uint64_t bad_peer_batches = 0, bad_peer_results = 0;  // cluster mode: dropped peer input
+  uint64_t bad_peer_batches = 0, bad_peer_results = 0;  // cluster mode: dropped peer input (results: not awaited)
+  // A result for an awaited txn from a node that is not its coordinator, or
+  // with another client id or seq than the txn's: refused (the txn waits on).
+  uint64_t forged_peer_results = 0;
   uint64_t durable_epoch = 0, durable_watermark = 0;     // input log: here, on every node
   uint64_t held_replies = 0;                             // results waiting for durability
   uint64_t replayed_txns = 0;                            // from the log at Start
@@ -154,9 +175,11 @@ struct EngineStats {
 };
 
 // What a txn counts against EngineOptions::max_pending_bytes: its
-// arguments, 8 bytes per key and 64 for the rest.
+// arguments, 8 bytes per key and 64 for the rest (and a table operation's
+// encoded rows).
 inline uint64_t TxnCharge(const pb::Txn& txn) {
-  return txn.args().size() + 8 * static_cast<uint64_t>(txn.read_set_size() + txn.write_set_size()) + 64;
+  return txn.args().size() + 8 * static_cast<uint64_t>(txn.read_set_size() + txn.write_set_size()) + 64 +
+         (txn.has_table_op() ? txn.table_op().ByteSizeLong() : 0);
 }
 
 class Engine final : public BatchSink, public ReplySink, public PeerHandler {
@@ -315,6 +338,41 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   absl::Status AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel,
                                const std::function<void()>& fn);
 
+  // A scan of a table while txns run (docs/STORAGE.md, "Intent locks"):
+  // on every local partition, IS on the partition and S on the table, which
+  // waits for the txns writing the table to end and holds new writers back
+  // meanwhile (they wait for it); so no record is seen half written, and
+  // every txn's writes to the table on that partition are wholly in or
+  // wholly out. Partitions are scanned one after the other: no common cut
+  // across them (SnapshotDigests gives one, by pausing at a boundary).
+  // Returns the first `limit` records with row >= from_row in key order
+  // over the local partitions; more: there were others.
+  // table: a table's name or id. NotFound for an unknown table;
+  // DeadlineExceeded if a partition's S was not granted within timeout.
+  // after_epoch > 0: each partition is scanned only once every txn of
+  // epochs <= after_epoch has run on it (a client reads its own writes:
+  // a result it holds came from a txn of an epoch it names here), by a
+  // brief hold at the next boundary (the partition pauses while its
+  // running txns drain). DeadlineExceeded if that takes beyond timeout.
+  // Thread-safety: thread-safe; waits (never while holding an engine lock).
+  struct ScanRow {
+    PartitionId partition;
+    Key key;
+    std::string value;
+  };
+  struct TableScan {
+    uint32_t table = 0;
+    std::string name;
+    uint32_t value_size = 0;
+    std::vector<ScanRow> rows;
+    bool more = false;
+  };
+  absl::StatusOr<TableScan> ScanTable(std::string_view table, uint64_t from_row, size_t limit,
+                                      std::chrono::milliseconds timeout, uint64_t after_epoch = 0);
+  // Waits until every txn of epochs <= epoch has run on local partition p
+  // (see ScanTable's after_epoch). Thread-safe.
+  absl::Status WaitApplied(PartitionId p, uint64_t epoch, std::chrono::steady_clock::time_point deadline);
+
   // One process only, instead of Start(): runs the given batches (a
   // history() of another engine: epochs 1, 2, ... in order) through this
   // engine's schedulers, without the sequencer, and returns once every txn
@@ -337,7 +395,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void OnTxnResult(const pb::Txn& txn, pb::TxnResult result) override;
   // PeerHandler (network thread, cluster mode).
   void OnPeerBatch(std::shared_ptr<pb::Batch> batch) override;
-  void OnPeerResult(const pb::TxnResult& result) override;
+  void OnPeerResult(uint32_t from, const pb::TxnResult& result) override;
   void OnPeerDurable(uint32_t node, uint64_t epoch) override;
   void OnPeerCheckpoint(uint32_t node, uint64_t epoch) override;
   void OnRejoinRequest(uint32_t node, const pb::RejoinRequest& request) override;
@@ -426,7 +484,10 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void ExpectResults(const pb::Batch& batch);
   void DeliverNow(const pb::TxnResult& result);
   Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures);
-  absl::Status Validate(const pb::Txn& txn) const;
+  // from_peer: a peer's batch (its node accepted the txn from its client:
+  // allow_table_ops is that node's to apply, every node runs what it took).
+  absl::Status Validate(const pb::Txn& txn, bool from_peer = false) const;
+  absl::Status ValidateTableOp(const pb::Txn& txn, bool from_peer) const;
   absl::Status Admit(size_t n, uint64_t bytes);
   absl::Status SubmitGroup(std::vector<pb::Txn>* txns, bool validate);
   // Hands each local scheduler its part of batch (empty parts too).
@@ -474,6 +535,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
 
   std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0}, bad_peer_batches_{0}, bad_peer_results_{0};
   std::atomic<uint64_t> duplicate_peer_batches_{0}, far_peer_batches_{0}, conflicting_peer_batches_{0};
+  std::atomic<uint64_t> forged_peer_results_{0};
   std::atomic<uint64_t> pending_bytes_{0};  // TxnCharge of accepted, unanswered txns
   // Cluster mode: the epoch the wall clock is in (0 before Start or without
   // a start_us): a peer's sequencer closes epoch origin + k at start_us +
@@ -487,17 +549,24 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::atomic<uint64_t> clock_origin_epoch_{0};  // the epoch the sequencer resumed after (0 without recovery)
   std::mutex window_mu_;
   std::unique_ptr<PeerBatchWindow> window_;  // guarded by window_mu_: the peer batches taken so far
-  // Cluster mode: ids of txns submitted here whose coordinator is on another
-  // node; a peer's result for any other id is dropped.
   mutable std::mutex log_error_mu_;
   absl::Status log_error_;  // guarded by log_error_mu_: the input log's failure
+  // Cluster mode: txns submitted here whose coordinator is on another node,
+  // by id; a peer's result is taken only for one of them, only from its
+  // coordinator and only with its client id and seq (engine_peers.cc).
+  struct Awaited {
+    uint64_t charge;      // its TxnCharge
+    uint64_t client_id, client_seq;
+    uint32_t coordinator;  // the node of its first executor
+  };
   std::mutex awaiting_mu_;
-  absl::flat_hash_map<TxnId, uint64_t> awaiting_;  // guarded by awaiting_mu_: with their TxnCharge
+  absl::flat_hash_map<TxnId, Awaited> awaiting_;  // guarded by awaiting_mu_
   // With the input log, until replay noted the results it awaits: peer
-  // results not (yet) awaited are kept, at most kMaxEarlyResults.
+  // results not (yet) awaited are kept with their sender, at most
+  // kMaxEarlyResults.
   static constexpr size_t kMaxEarlyResults = 1u << 20;
-  bool early_results_open_ = false;             // guarded by awaiting_mu_
-  std::vector<pb::TxnResult> early_results_;    // guarded by awaiting_mu_
+  bool early_results_open_ = false;                                // guarded by awaiting_mu_
+  std::vector<std::pair<uint32_t, pb::TxnResult>> early_results_;  // guarded by awaiting_mu_
   // Checkpoints.
   std::vector<uint64_t> checkpoint_epochs_;          // owner thread, from RecoverLog
   bool log_from_start_ = true;                       // owner thread

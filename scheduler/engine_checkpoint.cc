@@ -171,6 +171,22 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
       return;
     }
     const auto p0 = std::chrono::steady_clock::now();
+    // S on every local partition (docs/STORAGE.md, "Intent locks"): the
+    // partitions are idle here, so no txn uses an intent lock; the S waits
+    // only until the workers gave back the intents they cached (they do so
+    // before they sleep), and keeps any whole-table writer out until the
+    // child holds its copy.
+    std::vector<std::unique_ptr<IntentAgent>> capture_locks;
+    for (PartitionId p : local_) {
+      capture_locks.push_back(stores_[p]->intents().NewAgent());
+      if (absl::Status l = capture_locks.back()->AcquireUntil(IntentLockTable::kPartitionLock, IntentMode::kS, deadline);
+          !l.ok()) {
+        refused = absl::DeadlineExceededError(
+            absl::StrCat("checkpoint of epoch ", epoch, ": partition ", p, " not free for the capture: ", l.message()));
+        return;
+      }
+    }
+    stats.lock_ms = MsSince(p0);
     meta.last_txn_id = options_.peers == nullptr ? LastIdThrough(epoch) : 0;
     // Which history the checkpoint belongs to: epoch's records as logged.
     meta.log_crc = stage_->EpochCrc(epoch).value_or(0);
@@ -239,7 +255,7 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
   checkpoints_.fetch_add(1, std::memory_order_relaxed);
   last_checkpoint_epoch_.store(epoch, std::memory_order_relaxed);
   LOG(INFO) << "checkpoint " << stats.path << ": " << stats.bytes << " bytes, paused " << stats.pause_ms
-            << " ms (fork " << stats.fork_ms << " ms), written in " << stats.write_ms << " ms, total "
+            << " ms (S intent locks " << stats.lock_ms << " ms, fork " << stats.fork_ms << " ms), written in " << stats.write_ms << " ms, total "
             << stats.total_ms << " ms; kept epochs " << absl::StrJoin(*kept, ",") << "; " << dropped
             << " log segment(s) dropped";
   return stats;

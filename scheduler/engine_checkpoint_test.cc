@@ -7,7 +7,8 @@
 // checkpoint falls back to the older one; with no usable checkpoint and no
 // log from epoch 1 the node refuses to start, naming the file; the client
 // state of a checkpoint of epoch E is asked for once every result of epochs
-// <= E has been handed over and comes back at restart before the replay.
+// <= E has been handed over and comes back at restart before the replay;
+// the capture waits for writers holding an intent lock on a partition.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -425,6 +426,29 @@ TEST(CheckpointFallback, ACheckpointEpochAlreadyMergedIsRefused) {
   std::this_thread::sleep_for(milliseconds(50));
   auto s = e->Checkpoint(1, std::chrono::seconds(5));
   EXPECT_TRUE(absl::IsFailedPrecondition(s.status())) << s.status();
+  ASSERT_TRUE(e->Stop().ok());
+}
+
+// The capture takes S on every local partition (docs/STORAGE.md, "Intent
+// locks"): an agent holding IX on a partition (as a whole-table writer
+// outside the order would) keeps the capture out until it lets go.
+TEST(CheckpointIntentLocks, TheCaptureWaitsForWritersOfThePartition) {
+  World w;
+  FaultInjectingFileSystem fs;
+  auto e = w.Make(&fs);
+  ResultCollector c;
+  ASSERT_EQ(e->RegisterClient(&c), 1u);
+  { absl::Status st = e->Start(); ASSERT_TRUE(st.ok()) << st; }
+  auto writer = e->store(1)->intents().NewAgent();
+  writer->Acquire(IntentLockTable::kPartitionLock, IntentMode::kIX);
+  auto refused = e->Checkpoint(e->open_epoch() + 20, milliseconds(300));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("not free for the capture"), std::string::npos) << refused.status();
+  writer->EndTxn();
+  writer->ReleaseAll();
+  auto taken = CheckpointSoon(e.get());
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_LE(taken->lock_ms, taken->pause_ms);
   ASSERT_TRUE(e->Stop().ok());
 }
 

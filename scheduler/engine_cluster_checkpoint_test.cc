@@ -137,7 +137,7 @@ struct Cluster {
       std::vector<absl::StatusOr<CheckpointStats>> out(who.size(), absl::UnknownError("not asked"));
       std::vector<std::thread> t;
       for (size_t i = 0; i < who.size(); ++i)
-        t.emplace_back([&, i] { out[i] = nodes[who[i]]->Checkpoint(epoch, seconds(60)); });
+        t.emplace_back([&, i] { out[i] = nodes[who[i]]->Checkpoint(epoch, seconds(180)); });
       for (auto& th : t) th.join();
       bool again = false;
       for (const auto& s : out) {

@@ -172,7 +172,16 @@ INSTANTIATE_TEST_SUITE_P(Modes, LogCrashTest,
                                   (info.param.log_then_execute ? "_log_then_execute" : "_execute_ahead");
                          });
 
-TEST(EngineLog, FsyncErrorStopsRepliesAndARestartRecovers) {
+// The two faults of the disk under the input log: an fsync that fails
+// (EIO) and a disk that fills up (ENOSPC after a partial write). Either
+// stops the log once, no reply leaves after it, the node accepts nothing,
+// and once the fault is gone a restart recovers every acknowledged txn.
+enum class DiskFault { kFsyncError, kDiskFull };
+
+class EngineLogFault : public ::testing::TestWithParam<DiskFault> {};
+
+TEST_P(EngineLogFault, StopsRepliesAndARestartRecovers) {
+  const DiskFault fault = GetParam();
   World s;
   FaultInjectingFileSystem fs;
   ResultCollector acked;
@@ -185,12 +194,37 @@ TEST(EngineLog, FsyncErrorStopsRepliesAndARestartRecovers) {
       ++failures;
     });
     ASSERT_EQ(e->RegisterClient(&acked), 1u);
-    fs.FailSyncAfter(30);
+    if (fault == DiskFault::kFsyncError) fs.FailSyncAfter(30);
     { absl::Status st = e->Start(); ASSERT_TRUE(st.ok()) << st; }
-    Feed(e.get(), RandomTxns(7, 3000, kPartitions, 1), [&] { return failures.load() > 0; });
+    // The disk fills once some txns were answered (their records are
+    // durable): the next append writes nothing and fails with ENOSPC.
+    bool full = fault != DiskFault::kDiskFull;
+    auto fill_once_answered = [&] {
+      if (full) return;
+      std::lock_guard<std::mutex> l(acked.mu);
+      if (acked.count < 50) return;
+      fs.SetSpaceLimit(1);
+      full = true;
+    };
+    Feed(e.get(), RandomTxns(7, 3000, kPartitions, 1), [&] {
+      fill_once_answered();
+      return failures.load() > 0;
+    });
+    if (!full) {  // every txn fed before 50 were answered: fill it now
+      for (int i = 0; i < 5000 && !full; ++i) {
+        fill_once_answered();
+        std::this_thread::sleep_for(milliseconds(1));
+      }
+      Feed(e.get(), RandomTxns(10, 200, kPartitions, 1), [&] { return failures.load() > 0; });
+    }
     for (int i = 0; i < 2000 && failures.load() == 0; ++i) std::this_thread::sleep_for(milliseconds(1));
-    ASSERT_EQ(failures.load(), 1) << "the fsync error must stop the log once";
-    EXPECT_NE(error.find("Input/output error"), std::string::npos) << error;
+    ASSERT_EQ(failures.load(), 1) << "the fault must stop the log once";
+    EXPECT_NE(error.find(fault == DiskFault::kFsyncError ? "Input/output error" : "No space left"), std::string::npos)
+        << error;
+    {
+      std::lock_guard<std::mutex> l(acked.mu);
+      EXPECT_GT(acked.count, 0) << "txns before the fault were made durable and answered";
+    }
     // Replies freed by a sync that succeeded before the failure may still be
     // on their way out; after that, none.
     std::this_thread::sleep_for(milliseconds(100));
@@ -209,8 +243,10 @@ TEST(EngineLog, FsyncErrorStopsRepliesAndARestartRecovers) {
       std::lock_guard<std::mutex> l(acked.mu);
       EXPECT_EQ(acked.count, at_failure) << "no reply after the fsync failed";
     }
-    EXPECT_GT(fs.failed_syncs(), 0);
-    EXPECT_EQ(fs.failed_syncs(), 1) << "a failed fsync is never retried";
+    if (fault == DiskFault::kFsyncError) {
+      EXPECT_GT(fs.failed_syncs(), 0);
+      EXPECT_EQ(fs.failed_syncs(), 1) << "a failed fsync is never retried";
+    }
   }
   fs.ClearFaults();
   fs.SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
@@ -231,6 +267,10 @@ TEST(EngineLog, FsyncErrorStopsRepliesAndARestartRecovers) {
   EXPECT_FALSE(replayed.duplicate);
   EXPECT_EQ(DigestOf(e2.get()), s.SerialDigest(&fs));
 }
+
+INSTANTIATE_TEST_SUITE_P(Faults, EngineLogFault,
+                         ::testing::Values(DiskFault::kFsyncError, DiskFault::kDiskFull),
+                         [](const auto& info) { return info.param == DiskFault::kFsyncError ? "fsync_error" : "disk_full"; });
 
 TEST(EngineLog, OneLogReplaysToOneDigestUnderEveryLockManagerAndWorkerCount) {
   World s;

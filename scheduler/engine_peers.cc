@@ -14,8 +14,11 @@ namespace detdb {
 
 void Engine::ExpectResults(const pb::Batch& batch) {
   std::lock_guard<std::mutex> l(awaiting_mu_);
-  for (const pb::Txn& t : batch.txns())
-    if (options_.peers->NodeOf(ExecutorsOf(t)[0]) != options_.peers->node_id()) awaiting_.emplace(t.id(), TxnCharge(t));
+  for (const pb::Txn& t : batch.txns()) {
+    const uint32_t coordinator = options_.peers->NodeOf(ExecutorsOf(t)[0]);
+    if (coordinator != options_.peers->node_id())
+      awaiting_.emplace(t.id(), Awaited{TxnCharge(t), t.client_id(), t.client_seq(), coordinator});
+  }
 }
 
 std::vector<std::shared_ptr<pb::Batch>> Engine::Parts(const pb::Batch& batch) const {
@@ -60,7 +63,7 @@ absl::Status Engine::CheckBatchTxns(pb::Batch* batch, uint32_t seq) const {
       return absl::InvalidArgumentError(absl::StrCat("txn id ", t.id(), " out of place in batch (epoch ",
                                                      batch->epoch(), ", sequencer ", seq, ")"));
     last_index = EpochBatcher::IdIndex(t.id());
-    absl::Status s = Validate(t);
+    absl::Status s = Validate(t, /*from_peer=*/true);
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("txn ", t.id(), ": ", s.message()));
     // Derived fields are recomputed, never trusted.
     EpochBatcher::SetParticipants(&t, *partitioner_, &scratch);
@@ -81,6 +84,10 @@ uint64_t BatchHash(const pb::Batch& batch) {
     XXH3_64bits_update(state, t.args().data(), t.args().size());
     XXH3_64bits_update(state, t.read_set().data(), t.read_set_size() * sizeof(Key));
     XXH3_64bits_update(state, t.write_set().data(), t.write_set_size() * sizeof(Key));
+    if (t.has_table_op()) {
+      const std::string op = t.table_op().SerializeAsString();
+      XXH3_64bits_update(state, op.data(), op.size());
+    }
   }
   const uint64_t h = XXH3_64bits_digest(state);
   XXH3_freeState(state);
@@ -150,7 +157,7 @@ void Engine::OnTxnResult(const pb::Txn& txn, pb::TxnResult result) {
   Deliver(result, TxnCharge(txn));
 }
 
-void Engine::OnPeerResult(const pb::TxnResult& result) {
+void Engine::OnPeerResult(uint32_t from, const pb::TxnResult& result) {
   uint64_t charge = 0;
   {
     std::lock_guard<std::mutex> l(awaiting_mu_);
@@ -159,7 +166,7 @@ void Engine::OnPeerResult(const pb::TxnResult& result) {
       if (early_results_open_ && early_results_.size() < kMaxEarlyResults) {
         // A peer replaying its log may answer before our replay noted what
         // it awaits (engine_recovery.cc).
-        early_results_.push_back(result);
+        early_results_.emplace_back(from, result);
         return;
       }
       if (const uint64_t epoch = EpochBatcher::IdEpoch(result.txn_id()); epoch >= 1 && epoch < merged_epoch()) {
@@ -170,10 +177,22 @@ void Engine::OnPeerResult(const pb::TxnResult& result) {
         return;
       }
       bad_peer_results_.fetch_add(1, std::memory_order_relaxed);
-      LOG_EVERY_N(ERROR, 100) << "dropping a result for txn " << result.txn_id() << ", which is not awaited here";
+      LOG_EVERY_N(ERROR, 100) << "dropping a result for txn " << result.txn_id() << " from node " << from
+                              << ", which is not awaited here";
       return;
     }
-    charge = it->second;
+    const Awaited& a = it->second;
+    if (from != a.coordinator || result.client_id() != a.client_id || result.client_seq() != a.client_seq) {
+      // Only the coordinator runs the procedure and answers; anything else
+      // is a forgery (or a divergence). The txn keeps waiting for the real one.
+      forged_peer_results_.fetch_add(1, std::memory_order_relaxed);
+      LOG_EVERY_T(ERROR, 1) << "refusing a result for txn " << result.txn_id() << " from node " << from
+                            << " (client " << result.client_id() << " seq " << result.client_seq()
+                            << "): its coordinator is node " << a.coordinator << " (client " << a.client_id
+                            << " seq " << a.client_seq << "); the txn waits for its coordinator's result";
+      return;
+    }
+    charge = a.charge;
     awaiting_.erase(it);
   }
   Deliver(result, charge);

@@ -76,13 +76,13 @@ absl::StatusOr<Engine::Replayed> Engine::LoadAndReplay(uint64_t resume, std::opt
 
 void Engine::CloseEarlyResults() {
   // Results that peers sent before the expectations existed.
-  std::vector<pb::TxnResult> early;
+  std::vector<std::pair<uint32_t, pb::TxnResult>> early;
   {
     std::lock_guard<std::mutex> l(awaiting_mu_);
     early_results_open_ = false;
     early.swap(early_results_);
   }
-  for (const pb::TxnResult& r : early) OnPeerResult(r);
+  for (const auto& [from, r] : early) OnPeerResult(from, r);
 }
 
 absl::Status Engine::ReplayLog(uint64_t start_us, std::optional<uint64_t> resume_epoch,

@@ -2,7 +2,8 @@
 // writes mixed, blind writes, read-only and multi-partition txns) run through
 // the engine under every lock manager with 1, 2 and 4 workers and 1 and 3
 // partitions, and with 2 workers also with the lock thread releasing
-// (release_on_workers = false). Every txn's result and the final state
+// (release_on_workers = false), and with staged allocation of the txn
+// states (staged_states.h) on 2 and 4 workers. Every txn's result and the final state
 // digest must equal the serial executor's on the same global order (G3 of
 // LOCKING.md).
 //
@@ -30,10 +31,12 @@ struct Case {
   uint32_t workers;
   uint32_t partitions;
   bool release_on_workers = true;
+  bool staged_alloc = false;
 };
 void PrintTo(const Case& c, std::ostream* os) {
   *os << c.lock_manager << ", " << c.workers << " workers, " << c.partitions << " partitions, "
-      << (c.release_on_workers ? "workers release" : "lock thread releases");
+      << (c.release_on_workers ? "workers release" : "lock thread releases")
+      << (c.staged_alloc ? ", staged allocation" : "");
 }
 
 class EngineDeterminismTest : public ::testing::TestWithParam<Case> {};
@@ -47,6 +50,7 @@ TEST_P(EngineDeterminismTest, ResultsAndDigestEqualTheSerialExecutor) {
   EngineOptions o;
   o.workers = c.workers;
   o.release_on_workers = c.release_on_workers;
+  o.staged_alloc = c.staged_alloc;
   o.lock_manager = c.lock_manager;
   o.lock.table_size = 64;  // hash collisions on purpose
   o.lock.max_active = 50;
@@ -102,6 +106,9 @@ std::vector<Case> AllCases() {
     for (uint32_t w : {1u, 2u, 4u})
       for (uint32_t p : {1u, 3u}) out.push_back({lm, w, p, true});
     for (uint32_t p : {1u, 3u}) out.push_back({lm, 2, p, false});
+    for (uint32_t p : {1u, 3u}) out.push_back({lm, 2, p, true, true});
+    out.push_back({lm, 4, 3, true, true});
+    out.push_back({lm, 2, 3, false, true});
   }
   return out;
 }
@@ -110,7 +117,8 @@ INSTANTIATE_TEST_SUITE_P(AllLockManagers, EngineDeterminismTest, ::testing::Valu
                          [](const auto& info) {
                            return info.param.lock_manager + "_w" + std::to_string(info.param.workers) +
                                   "_p" + std::to_string(info.param.partitions) +
-                                  (info.param.release_on_workers ? "" : "_lock_thread_releases");
+                                  (info.param.release_on_workers ? "" : "_lock_thread_releases") +
+                                  (info.param.staged_alloc ? "_staged" : "");
                          });
 
 TEST(Engine, RejectsBadInputBeforeSequencing) {
@@ -198,13 +206,17 @@ TEST(Engine, BoundsTxnsAcceptedButNotAnswered) {
 
 // Txns far above the linear-scan size use indexed reads and writes; they must
 // still equal the serial executor.
-TEST(Engine, LargeTxnsEqualTheSerialExecutor) {
+// Param: staged allocation.
+class LargeTxnsTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(LargeTxnsTest, LargeTxnsEqualTheSerialExecutor) {
   ProcedureRegistry procs;
   ASSERT_TRUE(RegisterTestProcedures(&procs).ok());
   ModPartitioner parts(2);
   EngineOptions o;
   o.record_history = true;
   o.workers = 2;
+  o.staged_alloc = GetParam();
   auto engine = Engine::Create(o, &parts, &procs);
   ASSERT_TRUE(engine.ok());
   constexpr uint64_t kRecords = 500;
@@ -242,6 +254,8 @@ TEST(Engine, LargeTxnsEqualTheSerialExecutor) {
     }
   for (PartitionId p = 0; p < 2; ++p) EXPECT_EQ((*engine)->store(p)->Digest(), raw[p]->Digest());
 }
+
+INSTANTIATE_TEST_SUITE_P(PooledAndStaged, LargeTxnsTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace detdb
@@ -330,17 +344,18 @@ TEST_P(CoverTest, CoveredKeysDeletesAndReplicatedReadsEqualTheSerialExecutorAndR
   ASSERT_TRUE(procs.Register(kCoverTxnType, "cover", &CoverProcedure).ok());
   procs.SetKeyCover(&CoverOf);
   CoverPartitioner parts(2);
-  auto make = [&](const std::string& lm) {
+  auto make = [&](const std::string& lm, bool staged_alloc) {
     EngineOptions o;
     o.lock_manager = lm;
     o.workers = 2;
+    o.staged_alloc = staged_alloc;
     o.record_history = true;
     auto e = Engine::Create(o, &parts, &procs);
     CHECK(e.ok());
     for (PartitionId p = 0; p < 2; ++p) CHECK(LoadCoverTables((*e)->store(p), parts, p).ok());
     return std::move(*e);
   };
-  auto engine = make(GetParam());
+  auto engine = make(GetParam(), false);
   ResultCollector client;
   const uint64_t id = engine->RegisterClient(&client);
   ASSERT_TRUE(engine->Start().ok());
@@ -379,9 +394,10 @@ TEST_P(CoverTest, CoveredKeysDeletesAndReplicatedReadsEqualTheSerialExecutorAndR
   for (PartitionId p = 0; p < 2; ++p) EXPECT_EQ(engine->store(p)->Digest(), raw[p]->Digest());
   EXPECT_GT(engine->store(0)->GetTable(kChild)->size(), 0u);
 
-  // The same history replayed under every other lock manager: same state.
+  // The same history replayed under every other lock manager, with staged
+  // allocation: same state.
   for (const std::string& lm : LockManagerNames()) {
-    auto other = make(lm);
+    auto other = make(lm, true);
     ResultCollector c2;
     other->RegisterClient(&c2);
     ASSERT_TRUE(other->Replay(engine->history()).ok());
@@ -465,10 +481,12 @@ TEST(Engine, LargeBufferedValuesEqualTheSerialExecutor) {
   ASSERT_TRUE(procs.Register(kBigTxnType, "big", &BigProcedure).ok());
   procs.SetKeyCover(&MidCoverOf);
   ModPartitioner parts(1);
-  for (bool release_on_workers : {true, false}) {
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool release_on_workers = mode % 2 == 0, staged_alloc = mode >= 2;
     EngineOptions o;
     o.workers = 2;
     o.release_on_workers = release_on_workers;
+    o.staged_alloc = staged_alloc;
     o.record_history = true;
     auto engine = Engine::Create(o, &parts, &procs);
     ASSERT_TRUE(engine.ok());
@@ -502,7 +520,8 @@ TEST(Engine, LargeBufferedValuesEqualTheSerialExecutor) {
         ASSERT_EQ(got.status(), pb::STATUS_OK) << got.error();
         ASSERT_EQ(got.result(), want.result());
       }
-    EXPECT_EQ((*engine)->store(0)->Digest(), oracle.Digest()) << "release_on_workers " << release_on_workers;
+    EXPECT_EQ((*engine)->store(0)->Digest(), oracle.Digest())
+        << "release_on_workers " << release_on_workers << ", staged_alloc " << staged_alloc;
   }
 }
 

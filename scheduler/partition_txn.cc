@@ -17,10 +17,21 @@ std::vector<PartitionId> ParticipantsOf(const pb::Txn& txn) {
   return out;
 }
 
+namespace {
+template <typename C>
+void AssignExecutors(const pb::Txn& txn, C* out) {
+  if (txn.writers_size() > 0) {
+    out->assign(txn.writers().begin(), txn.writers().end());
+  } else {
+    out->assign(1, txn.readers_size() > 0 ? txn.readers(0) : PartitionId{0});
+  }
+}
+}  // namespace
+
 std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn) {
-  if (txn.writers_size() > 0) return {txn.writers().begin(), txn.writers().end()};
-  if (txn.readers_size() > 0) return {txn.readers(0)};
-  return {0};
+  std::vector<PartitionId> out;
+  AssignExecutors(txn, &out);
+  return out;
 }
 
 namespace {
@@ -34,17 +45,16 @@ bool Has(const C& c, PartitionId p) {
 constexpr size_t kIndexAbove = 16;
 }  // namespace
 
-char* ByteArena::Allocate(size_t n) {
-  n = (n + 7) & ~size_t{7};
+char* ByteArena::AllocateOnHeap(size_t n) {
   if (n > kBlock) {  // a large value: a block of its own
-    large_.push_back(std::make_unique<char[]>(n));
+    large_.push_back(std::make_unique_for_overwrite<char[]>(n));
     return large_.back().get();
   }
   if (blocks_.empty()) {
-    blocks_.push_back(std::make_unique<char[]>(kBlock));
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
     current_ = used_ = 0;
   } else if (used_ + n > kBlock) {
-    if (++current_ == blocks_.size()) blocks_.push_back(std::make_unique<char[]>(kBlock));
+    if (++current_ == blocks_.size()) blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
     used_ = 0;
   }
   char* p = blocks_[current_].get() + used_;
@@ -53,16 +63,46 @@ char* ByteArena::Allocate(size_t n) {
 }
 
 void ByteArena::Reset() {
+  if (staged_ != nullptr) return;  // freed in bulk
   current_ = used_ = 0;
   if (blocks_.size() > 4) blocks_.resize(4);  // keep a few blocks for the next txn
   large_.clear();
 }
 
+namespace {
+constexpr uint32_t kPartitionLock = IntentLockTable::kPartitionLock;
+
+// IS on the partition and on key's table, for a read the step's
+// AcquireIntents did not cover (a covered or replicated key).
+void IntentToRead(IntentAgent* agent, Key key) {
+  agent->Acquire(kPartitionLock, IntentMode::kIS);
+  agent->Acquire(IntentLockTable::TableLock(KeyTable(key)), IntentMode::kIS);
+}
+
+// A set of table ids (KeyTable: < 256) as a bitmap.
+struct TableSet {
+  uint64_t bits[4] = {0, 0, 0, 0};
+  void Add(Key k) {
+    const uint32_t t = KeyTable(k);
+    bits[t >> 6] |= uint64_t{1} << (t & 63);
+  }
+  bool Has(uint32_t t) const { return (bits[t >> 6] >> (t & 63)) & 1; }
+  bool Empty() const { return (bits[0] | bits[1] | bits[2] | bits[3]) == 0; }
+  // f(table) for every member, in increasing id.
+  template <typename F>
+  void ForEach(F f) const {
+    for (uint32_t w = 0; w < 4; ++w)
+      for (uint64_t b = bits[w]; b != 0; b &= b - 1) f(w * 64 + static_cast<uint32_t>(__builtin_ctzll(b)));
+  }
+};
+}  // namespace
+
 // The TxnContext a procedure runs against at this partition.
 class TxnExecutor::ExecContext final : public TxnContext {
  public:
-  ExecContext(PartitionTxn* st, PartitionStore* store, KeyCover cover, const Partitioner* partitioner, PartitionId self)
-      : st_(st), store_(store), cover_(cover), partitioner_(partitioner), self_(self) {}
+  ExecContext(PartitionTxn* st, PartitionStore* store, KeyCover cover, const Partitioner* partitioner, PartitionId self,
+              IntentAgent* agent)
+      : st_(st), store_(store), cover_(cover), partitioner_(partitioner), self_(self), agent_(agent) {}
   const pb::Txn& txn() const override { return *st_->txn; }
 
   absl::StatusOr<std::string_view> Read(Key key) override {
@@ -77,6 +117,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
       }
       if (partitioner_->PartitionOf(key) != self_)
         return absl::FailedPreconditionError(absl::StrCat("covered key ", key, " is not on this partition"));
+      IntentToRead(agent_, key);
       const Record* r = store_->Get(key);
       if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
       return std::string_view(r->value(), store_->GetTable(KeyTable(key))->value_size());
@@ -114,6 +155,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   }
 
   absl::StatusOr<std::string_view> ReadReplicated(Key key) override {
+    IntentToRead(agent_, key);
     const Record* r = store_->Get(key);
     if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
     return std::string_view(r->value(), store_->GetTable(KeyTable(key))->value_size());
@@ -170,6 +212,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   const KeyCover cover_;
   const Partitioner* const partitioner_;
   const PartitionId self_;
+  IntentAgent* const agent_;
 };
 
 void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<const void> owner) const {
@@ -178,11 +221,17 @@ void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<con
   st->owner = std::move(owner);
   st->local_reads.clear();
   st->local_writes.clear();
+  if (st->staged != nullptr) {  // one allocation each (no regrowth on the arena)
+    st->local_reads.reserve(txn->read_set_size());
+    st->local_writes.reserve(txn->write_set_size());
+    st->reads.reserve(txn->read_set_size());
+    st->writes.reserve(txn->write_set_size());
+  }
   for (Key k : txn->read_set())
     if (partitioner_->PartitionOf(k) == self) st->local_reads.push_back(k);
   for (Key k : txn->write_set())
     if (partitioner_->PartitionOf(k) == self) st->local_writes.push_back(k);
-  st->executors = ExecutorsOf(*txn);
+  AssignExecutors(*txn, &st->executors);
   st->reader = !st->local_reads.empty();
   st->executor = Has(st->executors, self);
   st->coordinator = st->executors[0] == self;
@@ -195,10 +244,35 @@ void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<con
   st->writes.clear();
   st->arena.Reset();
   st->indexed = false;
+  st->table_op = txn->has_table_op();
   st->lt.id = txn->id();
   st->lt.reads = st->local_reads;
   st->lt.writes = st->local_writes;
   st->lt.user = st;
+}
+
+void TxnExecutor::AcquireIntents(const PartitionTxn* st, IntentAgent* agent) const {
+  if (st->local_reads.empty() && st->local_writes.empty()) return;
+  // The common case: every local key is of one table (the top 8 bits).
+  const Key k0 = st->local_writes.empty() ? st->local_reads[0] : st->local_writes[0];
+  Key diff = 0;
+  for (Key k : st->local_writes) diff |= k ^ k0;
+  for (Key k : st->local_reads) diff |= k ^ k0;
+  if (KeyTable(diff) == 0) {
+    const IntentMode m = st->local_writes.empty() ? IntentMode::kIS : IntentMode::kIX;
+    agent->Acquire(kPartitionLock, m);
+    agent->Acquire(IntentLockTable::TableLock(KeyTable(k0)), m);
+    return;
+  }
+  TableSet written, read;
+  for (Key k : st->local_writes) written.Add(k);
+  for (Key k : st->local_reads) read.Add(k);
+  agent->Acquire(kPartitionLock, written.Empty() ? IntentMode::kIS : IntentMode::kIX);
+  TableSet all = read;
+  for (int w = 0; w < 4; ++w) all.bits[w] |= written.bits[w];
+  all.ForEach([&](uint32_t t) {
+    agent->Acquire(IntentLockTable::TableLock(t), written.Has(t) ? IntentMode::kIX : IntentMode::kIS);
+  });
 }
 
 void TxnExecutor::ReadLocal(PartitionTxn* st) const {
@@ -237,12 +311,20 @@ void TxnExecutor::SendReads(PartitionTxn* st) const {
 }
 
 void TxnExecutor::AddRemote(PartitionTxn* st, pb::RemoteReads* msg) {
-  for (pb::KeyValue& kv : *msg->mutable_reads())
-    st->reads.push_back({kv.key(), kv.found(), nullptr, 0, std::move(*kv.mutable_value())});
+  for (pb::KeyValue& kv : *msg->mutable_reads()) {
+    if (st->staged != nullptr) {  // a copy on the txn's arena (the message is freed by the caller)
+      const std::string& v = kv.value();
+      char* p = st->arena.Allocate(v.size());
+      std::memcpy(p, v.data(), v.size());
+      st->reads.push_back({kv.key(), kv.found(), p, static_cast<uint32_t>(v.size()), std::string()});
+    } else {
+      st->reads.push_back({kv.key(), kv.found(), nullptr, 0, std::move(*kv.mutable_value())});
+    }
+  }
   ++st->remote_received;
 }
 
-bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply) const {
+bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent) const {
   const pb::Txn& txn = *st->txn;
   std::string result;
   absl::Status s;
@@ -258,8 +340,20 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply) const {
       std::sort(st->declared_writes.begin(), st->declared_writes.end());
       st->write_index.clear();
     }
-    ExecContext ctx(st, store_, procedures_->key_cover(), partitioner_, self_);
+    ExecContext ctx(st, store_, procedures_->key_cover(), partitioner_, self_, agent);
     s = proc(&ctx, &result);
+  }
+  if (s.ok() && procedures_->key_cover() != nullptr) {
+    // IX on the tables of covered keys written, all before the first write
+    // (AcquireIntents took the declared writes' tables: those calls hit the
+    // agent's own entries). Keys of other partitions are not written here;
+    // taking IX for their tables too is harmless and saves a lookup.
+    TableSet written;
+    for (const auto& w : st->writes) written.Add(w.key);
+    if (!written.Empty()) {
+      agent->Acquire(kPartitionLock, IntentMode::kIX);
+      written.ForEach([&](uint32_t t) { agent->Acquire(IntentLockTable::TableLock(t), IntentMode::kIX); });
+    }
   }
   if (s.ok()) {
     // Apply the local writes (Write() prefetched their buckets; prefetching
@@ -275,6 +369,31 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply) const {
       std::memcpy(r->value(), w.value, w.size);
     }
   }
+  FillReply(st, s, std::move(result), reply);
+  return s.ok();
+}
+
+bool TxnExecutor::RunTableOp(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent) const {
+  const pb::TableOp& op = st->txn->table_op();
+  agent->Acquire(kPartitionLock, IntentMode::kIX);
+  agent->Acquire(IntentLockTable::TableLock(op.table()), IntentMode::kX);
+  absl::Status s;
+  if (op.kind() == pb::TableOp::TRUNCATE) {
+    s = store_->Truncate(op.table()).status();
+  } else {
+    std::vector<std::pair<Key, std::string_view>> rows;
+    for (const pb::KeyValue& kv : op.rows())
+      if (partitioner_->PartitionOf(kv.key()) == self_) rows.emplace_back(kv.key(), kv.value());
+    s = store_->BulkLoad(op.table(), rows);
+  }
+  CHECK(s.ok()) << "table operation of txn " << st->txn->id() << " (validated before sequencing): " << s;
+  FillReply(st, s, std::string(), reply);
+  return true;
+}
+
+void TxnExecutor::FillReply(const PartitionTxn* st, const absl::Status& s, std::string result,
+                            pb::TxnResult* reply) const {
+  const pb::Txn& txn = *st->txn;
   if (st->coordinator) {
     pb::TxnResult& r = *reply;
     r.set_txn_id(txn.id());
@@ -288,7 +407,6 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply) const {
       r.set_error(std::string(s.message()));
     }
   }
-  return s.ok();
 }
 
 }  // namespace detdb

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <memory_resource>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +28,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/partitioner.h"
+#include "common/staged_arena.h"
 #include "lockmgr/lock_manager.h"
 #include "proto/detdb.pb.h"
 #include "scheduler/procedure.h"
@@ -50,58 +52,97 @@ std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn);
 
 // Bytes for one txn's buffered writes: stable addresses (a procedure may
 // hold a view of a value it wrote while it writes more), reused by the next
-// txn of the PartitionTxn without going back to the heap.
+// txn of the PartitionTxn without going back to the heap. With a staged
+// resource, every value comes from it instead (freed in bulk, Reset a no-op).
 class ByteArena {
  public:
-  char* Allocate(size_t n);
+  explicit ByteArena(TxnArena* staged = nullptr) : staged_(staged) {}
+  char* Allocate(size_t n) {
+    n = (n + 7) & ~size_t{7};
+    if (staged_ != nullptr) return static_cast<char*>(staged_->Allocate(n, 8));
+    return AllocateOnHeap(n);
+  }
   void Reset();
 
  private:
+  char* AllocateOnHeap(size_t n);
+
+  TxnArena* const staged_;
   static constexpr size_t kBlock = 16 << 10;
   std::vector<std::unique_ptr<char[]>> blocks_;
   std::vector<std::unique_ptr<char[]>> large_;
   size_t current_ = 0, used_ = 0;
 };
 
-// Everything one partition knows about one admitted txn. Pooled by the
-// partition's lock side (PartitionCore); between dispatch and release it
+// Everything one partition knows about one admitted txn. Made by the
+// partition's lock side (PartitionCore): pooled (reused by later txns, its
+// containers keeping their heap capacity) or staged (constructed on the
+// txn's TxnArena, common/staged_arena.h, and freed in bulk with its
+// sub-batch; scheduler/staged_states.h). Between dispatch and release it
 // belongs to one worker at a time (or to the parked table).
 struct PartitionTxn {
+  using WriteIndex = absl::flat_hash_map<Key, uint32_t, absl::Hash<Key>, std::equal_to<Key>,
+                                         std::pmr::polymorphic_allocator<std::pair<const Key, uint32_t>>>;
+  // Containers and buffered values on the heap (pooled).
+  PartitionTxn() : PartitionTxn(nullptr) {}
+  // staged: everything of this txn is allocated from it (and never freed
+  // one by one); nullptr: the heap.
+  explicit PartitionTxn(TxnArena* mr)
+      : staged(mr),
+        local_reads(Mr()),
+        local_writes(Mr()),
+        executors(Mr()),
+        reads(Mr()),
+        writes(Mr()),
+        arena(mr),
+        declared_writes(Mr()),
+        write_index(WriteIndex::allocator_type(Mr())) {}
+  PartitionTxn(const PartitionTxn&) = delete;
+  PartitionTxn& operator=(const PartitionTxn&) = delete;
+
   // A read: local ones point into the store (the txn's lock keeps the record
   // in place and unchanged until release; its own writes are buffered),
-  // remote ones own their bytes.
+  // remote ones own their bytes (staged: on the txn's arena).
   struct Value {
     Key key;
     bool found;
-    const char* data;  // local: the record's value; nullptr for a remote read
+    const char* data;  // local: the record's value; remote: nullptr, or staged its copy
     uint32_t size;
-    std::string bytes;  // remote reads only
+    std::string bytes;  // remote reads only (staged: copied to the arena, `data` set)
     std::string_view view() const { return data != nullptr ? std::string_view(data, size) : std::string_view(bytes); }
   };
+  TxnArena* const staged;
+  void* alloc_tag = nullptr;  // the allocator's (staged_states.h)
   LockTxn lt;
   const pb::Txn* txn = nullptr;
   std::shared_ptr<const void> owner;  // keeps *txn alive until the txn is released
-  std::vector<Key> local_reads, local_writes;
-  std::vector<PartitionId> executors;  // ExecutorsOf(*txn)
+  std::pmr::vector<Key> local_reads, local_writes;
+  std::pmr::vector<PartitionId> executors;  // ExecutorsOf(*txn)
   bool reader = false, executor = false, coordinator = false, resumed = false;
+  bool table_op = false;  // txn->has_table_op(): admitted alone (PartitionCore)
   uint32_t remote_expected = 0, remote_received = 0;
-  std::vector<Value> reads;                            // local, then remote
+  std::pmr::vector<Value> reads;                       // local, then remote
   struct BufferedWrite {
     Key key;
     char* value;  // value_size bytes in `arena`
     uint32_t size;
     bool erase;   // a Delete
   };
-  std::vector<BufferedWrite> writes;                   // buffered by the procedure
+  std::pmr::vector<BufferedWrite> writes;              // buffered by the procedure
   ByteArena arena;                                     // the buffered values
   // Large txns only (see kIndexAbove): reads sorted by key, declared write
   // keys sorted, and buffered writes by key, so Read/Write stay O(log n).
   bool indexed = false;
-  std::vector<Key> declared_writes;
-  absl::flat_hash_map<Key, uint32_t> write_index;
+  std::pmr::vector<Key> declared_writes;
+  WriteIndex write_index;
 
   // An executor that still waits for another participant's reads.
   bool MissingRemoteReads() const { return remote_received < remote_expected; }
+
+ private:
+  std::pmr::memory_resource* Mr() const {
+    return staged != nullptr ? static_cast<std::pmr::memory_resource*>(staged) : std::pmr::new_delete_resource();
+  }
 };
 
 class TxnExecutor {
@@ -125,9 +166,20 @@ class TxnExecutor {
   // remote reads to expect) and readies st->lt for LockManager::Lock.
   void Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<const void> owner) const;
 
-  // Worker side, in this order: ReadLocal; SendReads if st->reader; then a
-  // passive participant (!st->executor) is done, an executor runs Execute
-  // once !MissingRemoteReads().
+  // Worker side, in this order: AcquireIntents; ReadLocal; SendReads if
+  // st->reader; then a passive participant (!st->executor) is done, an
+  // executor runs Execute once !MissingRemoteReads() (AcquireIntents again
+  // first if that is a later step, e.g. resumed after parking). A table
+  // operation (st->txn->has_table_op()) runs RunTableOp instead of all that.
+  //
+  // Intent locks (storage/intent_lock.h) through the worker's agent, for
+  // the step: IS on the partition and on the tables of the local reads, IX
+  // instead where a local key is written (in increasing lock id, so that a
+  // scan's S waiting for them cannot close a cycle). Covered reads and
+  // replicated reads take IS as they go, writes to covered keys' tables IX
+  // before the writes are applied. The agent's fast path touches only its
+  // own memory; the worker ends the step with IntentAgent::EndTxn.
+  void AcquireIntents(const PartitionTxn* st, IntentAgent* agent) const;
   void ReadLocal(PartitionTxn* st) const;
   void SendReads(PartitionTxn* st) const;
   static void AddRemote(PartitionTxn* st, pb::RemoteReads* msg);
@@ -136,19 +188,27 @@ class TxnExecutor {
   // Returns whether it committed (false: a deterministic abort). A runner
   // that counts outcomes counts them before it calls Reply, so that a client
   // that has its reply never sees a count without its txn.
-  bool Run(PartitionTxn* st, pb::TxnResult* result) const;
+  bool Run(PartitionTxn* st, pb::TxnResult* result, IntentAgent* agent) const;
+  // A table operation's part on this partition: IX on the partition, X on
+  // the table (waiting for scans, revoking the workers' cached intents),
+  // then the truncate or this partition's rows of the bulk load. Fills
+  // *result if st coordinates; always commits. REQUIRES: no other txn of
+  // the partition in flight (PartitionCore runs a table operation alone).
+  bool RunTableOp(PartitionTxn* st, pb::TxnResult* result, IntentAgent* agent) const;
   // Sends the coordinator's reply that Run filled. REQUIRES: st->coordinator.
   void Reply(const PartitionTxn* st, pb::TxnResult result) const { replies_->OnTxnResult(*st->txn, std::move(result)); }
   // Run, then Reply if st coordinates.
-  bool Execute(PartitionTxn* st) const {
+  bool Execute(PartitionTxn* st, IntentAgent* agent) const {
     pb::TxnResult r;
-    const bool ok = Run(st, &r);
+    const bool ok = Run(st, &r, agent);
     if (st->coordinator) Reply(st, std::move(r));
     return ok;
   }
 
  private:
   class ExecContext;
+  // Fills *reply (if st coordinates) with s and result.
+  void FillReply(const PartitionTxn* st, const absl::Status& s, std::string result, pb::TxnResult* reply) const;
 
   const PartitionId self_;
   PartitionStore* const store_;

@@ -33,7 +33,7 @@ class InProcessPeerHub::Link final : public PeerLink {
     hub_->Deliver(node_, node, [&] { handler(node)->OnPeerBatch(std::make_shared<pb::Batch>(batch)); });
   }
   void SendResult(uint32_t node, const pb::TxnResult& result) override {
-    hub_->Deliver(node_, node, [&] { handler(node)->OnPeerResult(result); });
+    hub_->Deliver(node_, node, [&] { handler(node)->OnPeerResult(node_, result); });
   }
   void SetDurableEpoch(uint64_t epoch) override {
     for (uint32_t n = 0; n < num_nodes_; ++n)

@@ -39,8 +39,12 @@ class PeerHandler {
   // Straight from the wire: the handler checks it (and may fix derived
   // fields) before use.
   virtual void OnPeerBatch(std::shared_ptr<pb::Batch> batch) = 0;
-  // INPUT: the result of a txn that one of this node's clients submitted.
-  virtual void OnPeerResult(const pb::TxnResult& result) = 0;
+  // INPUT: the result of a txn that one of this node's clients submitted,
+  // from node `from` as the link knows the sender (ZmqPeerNet: the frame's
+  // from_node, which with CURVE must be the node whose key authenticated the
+  // connection). Untrusted: the handler checks that `from` is the txn's
+  // coordinator and that the client id and seq match the txn's.
+  virtual void OnPeerResult(uint32_t from, const pb::TxnResult& result) = 0;
   // INPUT: node's durable epoch (its input log holds every epoch up to it),
   // carried on its messages; never decreasing per node.
   virtual void OnPeerDurable(uint32_t node, uint64_t epoch) = 0;

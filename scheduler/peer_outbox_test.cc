@@ -14,7 +14,7 @@ namespace {
 class Recorder : public PeerHandler, public RemoteReadsReceiver {
  public:
   void OnPeerBatch(std::shared_ptr<pb::Batch>) override {}
-  void OnPeerResult(const pb::TxnResult& r) override {
+  void OnPeerResult(uint32_t, const pb::TxnResult& r) override {
     std::lock_guard<std::mutex> l(mu);
     results.push_back(r.txn_id());
   }

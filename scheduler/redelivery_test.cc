@@ -2,10 +2,12 @@
 // (nodes) of one partition each, joined by InProcessPeerHub.
 //
 // - Every remote read is preceded by forgeries (no reads at all; a partition
-//   of another node; a txn epoch far ahead) and followed by a duplicate, and
-//   every batch is sent twice: every bad frame is refused and counted by
-//   reason, and every node's digest and every result equal the serial
-//   replay of the merged order (the oracle).
+//   of another node; a txn epoch far ahead) and followed by a duplicate,
+//   every batch is sent twice, and every result is preceded by forged ones
+//   (from a node that is not the txn's coordinator; with another client seq
+//   or id): every bad frame is refused and counted by reason, and every
+//   node's digest and every result equal the serial replay of the merged
+//   order (the oracle).
 // - A million batches for future epochs: the window takes a bounded number,
 //   refuses the rest with a reason, and memory stays bounded.
 // - Txns with 1 MiB of arguments against a stalled merge: the node refuses
@@ -39,7 +41,7 @@ uint64_t NowMicros() {
 // around every real one.
 class TamperingLink final : public PeerLink {
  public:
-  TamperingLink(PeerLink* inner, bool tamper) : inner_(inner), tamper_(tamper) {}
+  TamperingLink(InProcessPeerHub* hub, PeerLink* inner, bool tamper) : hub_(hub), inner_(inner), tamper_(tamper) {}
   uint32_t node_id() const override { return inner_->node_id(); }
   uint32_t num_nodes() const override { return inner_->num_nodes(); }
   uint32_t NodeOf(PartitionId p) const override { return inner_->NodeOf(p); }
@@ -49,7 +51,32 @@ class TamperingLink final : public PeerLink {
     inner_->SendBatch(node, batch);
     if (tamper_) inner_->SendBatch(node, batch);  // resent: a duplicate
   }
-  void SendResult(uint32_t node, const pb::TxnResult& r) override { inner_->SendResult(node, r); }
+  void SendResult(uint32_t node, const pb::TxnResult& r) override {
+    if (tamper_) {
+      // Before the real result, forgeries that would answer the client with
+      // another outcome (finding 4): the result sent by the third node,
+      // which is not the txn's coordinator, and by the coordinator with
+      // another client seq, and with another client id.
+      auto forged = [&](pb::TxnResult f) {
+        f.set_status(pb::STATUS_ABORTED);
+        f.set_error("forged");
+        f.set_result("forged");
+        return f;
+      };
+      if (num_nodes() == 3) {
+        hub_->link(3 - node_id() - node)->SendResult(node, forged(r));
+        ++result_forgeries_;
+      }
+      pb::TxnResult seq = forged(r);
+      seq.set_client_seq(r.client_seq() + 1);
+      inner_->SendResult(node, seq);
+      pb::TxnResult client = forged(r);
+      client.set_client_id(r.client_id() + 1);
+      inner_->SendResult(node, client);
+      result_forgeries_ += 2;
+    }
+    inner_->SendResult(node, r);
+  }
   void SetDurableEpoch(uint64_t epoch) override { inner_->SetDurableEpoch(epoch); }
   void SetCheckpointEpoch(uint64_t epoch) override { inner_->SetCheckpointEpoch(epoch); }
   void SendRejoinRequest(uint32_t node, const pb::RejoinRequest& r) override { inner_->SendRejoinRequest(node, r); }
@@ -77,9 +104,10 @@ class TamperingLink final : public PeerLink {
       ++guard_forgeries_;
     }
   }
-  std::atomic<uint64_t> real_{0}, guard_forgeries_{0}, link_forgeries_{0};
+  std::atomic<uint64_t> real_{0}, guard_forgeries_{0}, link_forgeries_{0}, result_forgeries_{0};
 
  private:
+  InProcessPeerHub* const hub_;
   PeerLink* const inner_;
   const bool tamper_;
 };
@@ -100,7 +128,7 @@ struct Cluster {
     for (PartitionId p = 0; p < kNodes; ++p) node_of[p] = p % nodes_n;
     hub = std::make_unique<InProcessPeerHub>(node_of);
     for (uint32_t n = 0; n < nodes_n; ++n) {
-      links.push_back(std::make_unique<TamperingLink>(hub->link(n), tamper));
+      links.push_back(std::make_unique<TamperingLink>(hub.get(), hub->link(n), tamper));
       clients.push_back(std::make_unique<ResultCollector>());
       EngineOptions o = base;
       o.workers = 2;
@@ -195,18 +223,21 @@ TEST(Redelivery, DuplicateAndForgedReadsAndBatchesAreRefusedAndTheRunEqualsTheOr
   Cluster cluster;
   ASSERT_TRUE(cluster.Create(/*tamper=*/true).ok());
   RunAndCheck(&cluster, std::max(300, TxnsPerRun() / 3));
-  uint64_t real = 0, guard_forgeries = 0, link_forgeries = 0;
+  uint64_t real = 0, guard_forgeries = 0, link_forgeries = 0, result_forgeries = 0;
   for (auto& l : cluster.links) {
     real += l->real_;
     guard_forgeries += l->guard_forgeries_;
     link_forgeries += l->link_forgeries_;
+    result_forgeries += l->result_forgeries_;
   }
   RemoteReadsStats sum;
-  uint64_t duplicate_batches = 0;
+  uint64_t duplicate_batches = 0, forged_results = 0;
   for (auto& e : cluster.nodes) {
     const EngineStats s = e->stats();
     duplicate_batches += s.duplicate_peer_batches;
+    forged_results += s.forged_peer_results;
     EXPECT_EQ(s.bad_peer_batches, 0u);
+    EXPECT_EQ(s.bad_peer_results, 0u) << "every forged result names an awaited txn";
     EXPECT_EQ(s.far_peer_batches, 0u);
     for (const SchedulerStats& p : s.partitions) {
       const RemoteReadsStats& r = p.remote_reads;
@@ -230,6 +261,9 @@ TEST(Redelivery, DuplicateAndForgedReadsAndBatchesAreRefusedAndTheRunEqualsTheOr
   EXPECT_EQ(sum.over_budget, 0u);
   EXPECT_EQ(cluster.hub->refused_reads(), link_forgeries) << "reads of another node's partition refused by the link";
   EXPECT_GT(duplicate_batches, 0u) << "every batch came twice";
+  EXPECT_GT(result_forgeries, 30u) << "many results crossed nodes";
+  EXPECT_EQ(forged_results, result_forgeries)
+      << "every result from a node that is not the coordinator, or for another client id or seq, refused";
   for (auto& e : cluster.nodes) ASSERT_TRUE(e->Stop(std::chrono::seconds(10)).ok());
 }
 

@@ -32,7 +32,8 @@ Scheduler::Scheduler(const SchedulerOptions& options, const Partitioner* partiti
       store_(store),
       core_({.workers = options.workers,
              .max_active = options.lock.max_active,
-             .adaptive_admission = options.adaptive_admission},
+             .adaptive_admission = options.adaptive_admission,
+             .staged_alloc = options.staged_alloc},
             std::move(lm), &exec_, &input_, this),
       merger_(options.num_sequencers, options.first_epoch),
       remote_({.self = options.partition,
@@ -48,6 +49,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, const Partitioner* partiti
       merged_epoch_(options.first_epoch) {
   transport->RegisterReceiver(options_.partition, this);
   window_.store(core_.admission().window(), std::memory_order_relaxed);
+  worker_cpu_.resize(options_.workers);  // before any thread reads stats()
 }
 
 Scheduler::~Scheduler() { Stop(); }
@@ -57,12 +59,16 @@ void Scheduler::Start() {
   const std::string p = std::to_string(options_.partition);
   lock_thread_ = std::thread([this, p] {
     SetThreadName("detdb-lock-" + p);
+    lock_cpu_.Begin();
     LockThread();
+    lock_cpu_.End();
   });
   for (uint32_t i = 0; i < options_.workers; ++i)
-    workers_.emplace_back([this, p] {
+    workers_.emplace_back([this, p, cpu = &worker_cpu_[i]] {
       SetThreadName("detdb-work-" + p);
+      cpu->Begin();
       WorkerThread();
+      cpu->End();
     });
 }
 
@@ -201,6 +207,11 @@ void Scheduler::WorkerThread() {
   // offline while it sleeps, and frees what is safe every
   // kReclaimEveryTxns txns and before it sleeps.
   EpochParticipant epoch(&store_->epochs());
+  // Intent locks (docs/STORAGE.md, "Intent locks"): taken per txn step
+  // through this worker's agent (TxnExecutor::AcquireIntents), the step
+  // ended with EndTxn where the worker turns quiescent, everything given
+  // back before it sleeps (nobody waits for an idle worker).
+  const std::unique_ptr<IntentAgent> intents = store_->intents().NewAgent();
   uint32_t since_reclaim = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     items.clear();
@@ -222,6 +233,7 @@ void Scheduler::WorkerThread() {
         lock_notifier_.Notify();
       }
       store_->ReclaimSafe(&epoch);
+      intents->ReleaseAll();
       epoch.Offline();
       const size_t popped = ready_q_.PopBatch(batch, &items);
       epoch.Online();
@@ -229,7 +241,8 @@ void Scheduler::WorkerThread() {
     }
     for (size_t i = 0; i < items.size(); ++i) {
       PartitionTxn* st = items[i];
-      const bool finished = Process(st);
+      const bool finished = Process(st, intents.get());
+      intents->EndTxn();
       epoch.Quiescent();
       ++since_reclaim;
       if (!finished) continue;  // parked
@@ -270,7 +283,15 @@ void Scheduler::WorkerThread() {
   }
 }
 
-bool Scheduler::Process(PartitionTxn* st) {
+bool Scheduler::Process(PartitionTxn* st, IntentAgent* intents) {
+  if (st->table_op) {  // admitted alone (PartitionCore)
+    pb::TxnResult reply;
+    exec_.RunTableOp(st, &reply, intents);
+    committed_.fetch_add(1, std::memory_order_relaxed);
+    if (st->coordinator) exec_.Reply(st, std::move(reply));
+    return true;
+  }
+  exec_.AcquireIntents(st, intents);
   if (!st->resumed) {
     exec_.ReadLocal(st);
     // Counted before the reads leave: the executor may reply as soon as it
@@ -290,7 +311,7 @@ bool Scheduler::Process(PartitionTxn* st) {
   // Counted before the reply leaves: a client holding its reply must find
   // its txn in stats().
   pb::TxnResult reply;
-  if (exec_.Run(st, &reply)) {
+  if (exec_.Run(st, &reply, intents)) {
     committed_.fetch_add(1, std::memory_order_relaxed);
   } else {
     aborted_.fetch_add(1, std::memory_order_relaxed);
@@ -337,7 +358,12 @@ SchedulerStats Scheduler::stats() const {
   s.window_grows = window_grows_.load(std::memory_order_relaxed);
   s.window_shrinks = window_shrinks_.load(std::memory_order_relaxed);
   s.starved = starved_.load(std::memory_order_relaxed);
+  s.active_now = active_now_.load(std::memory_order_relaxed);
+  s.ready_queue = ready_q_.size();
+  s.parked_now = parked_now_.load(std::memory_order_relaxed);
   s.duplicate_sub_batches = duplicate_sub_batches_.load(std::memory_order_relaxed);
+  s.lock_thread_cpu_ns = lock_cpu_.Read();
+  for (const ThreadCpuSlot& w : worker_cpu_) s.workers_cpu_ns += w.Read();
   {
     std::lock_guard<std::mutex> l(in_mu_);
     s.pending_sub_batches = merger_.pending();

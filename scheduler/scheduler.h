@@ -50,6 +50,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <functional>
 #include <memory>
@@ -61,6 +62,7 @@
 #include "absl/status/statusor.h"
 #include "common/notifier.h"
 #include "common/partitioner.h"
+#include "common/thread_cpu.h"
 #include "common/work_queue.h"
 #include "lockmgr/lock_manager.h"
 #include "proto/detdb.pb.h"
@@ -85,6 +87,9 @@ struct SchedulerOptions {
   // The admission window adapts to the workers (admission.h); false: a
   // fixed window of lock.max_active. lock.max_active is the cap either way.
   bool adaptive_admission = true;
+  // Txn states from per-sub-batch slabs freed in bulk (seed 003;
+  // PartitionCoreOptions::staged_alloc, staged_states.h).
+  bool staged_alloc = false;
   // Remote reads (remote_reads_guard.h): txn ids carry their epoch (cluster
   // mode); how far ahead reads of a txn not taken yet are held; how many
   // bytes of them at most; which partitions are in this process (null: all).
@@ -108,9 +113,18 @@ struct SchedulerStats {
   uint64_t window = 0;     // the admission window now (admission.h)
   uint64_t window_grows = 0, window_shrinks = 0;
   uint64_t starved = 0;    // times a worker found no runnable txn
+  // Now (gauges for /metrics; read from what the threads publish anyway):
+  uint64_t active_now = 0;    // admitted, unreleased txns
+  uint64_t ready_queue = 0;   // runnable txns waiting for a worker
+  uint64_t parked_now = 0;    // txns waiting for remote reads
   RemoteReadsStats remote_reads;       // accepted, held and refused remote reads by reason
   uint64_t duplicate_sub_batches = 0;  // sub-batches enqueued again (dropped)
   uint64_t pending_sub_batches = 0;    // enqueued, waiting for their turn to merge
+  // CPU time (ns) the lock thread and the workers (together) have used so
+  // far: what the lock side costs end to end (lock manager, merge,
+  // admission, wake-ups) beside execution. Statistics only.
+  uint64_t lock_thread_cpu_ns = 0;
+  uint64_t workers_cpu_ns = 0;
 };
 
 class Scheduler final : public RemoteReadsReceiver, private CoreListener {
@@ -187,8 +201,9 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   void OnActiveChanged(uint64_t active) override { active_now_.store(active, std::memory_order_relaxed); }
   // CoreListener: registers st's expected remote reads. REQUIRES: lm_mu_ held.
   void OnTaken(const PartitionTxn& st) override;
-  // Worker side. Returns true if st finished here (release it).
-  bool Process(PartitionTxn* st);
+  // Worker side: one step of st, its intent locks taken through `intents`.
+  // Returns true if st finished here (release it).
+  bool Process(PartitionTxn* st, IntentAgent* intents);
 
   const SchedulerOptions options_;
   // Txns a worker runs between two rounds of reclamation (ReclaimSafe).
@@ -236,6 +251,8 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
 
   std::thread lock_thread_;
   std::vector<std::thread> workers_;
+  ThreadCpuSlot lock_cpu_;
+  std::deque<ThreadCpuSlot> worker_cpu_;  // one per worker; created before they start
 };
 
 }  // namespace detdb

@@ -53,6 +53,7 @@ PartitionCore::PartitionCore(const PartitionCoreOptions& options, std::unique_pt
       input_(input),
       listener_(listener),
       lm_(std::move(lm)),
+      staged_(options.staged_alloc ? std::make_unique<StagedStates>() : nullptr),
       admission_({.workers = options.workers,
                   .max_active = options.max_active,
                   .adaptive = options.adaptive_admission}) {}
@@ -68,13 +69,16 @@ const pb::Txn* PartitionCore::NextInput() {
   while (cursor_ == current_.txns.size()) {
     if (!input_->TakeNext(&current_)) return nullptr;
     cursor_ = 0;
+    if (staged_ != nullptr && !current_.txns.empty()) staged_->OpenGroup(static_cast<uint32_t>(current_.txns.size()));
   }
   return current_.txns[cursor_++];
 }
 
 PartitionTxn* PartitionCore::NewState(const pb::Txn* txn) {
   PartitionTxn* st;
-  if (free_states_.empty()) {
+  if (staged_ != nullptr) {
+    st = staged_->New(static_cast<uint32_t>(txn->read_set_size() + txn->write_set_size()), txn->type());
+  } else if (free_states_.empty()) {
     all_states_.push_back(std::make_unique<PartitionTxn>());
     st = all_states_.back().get();
   } else {
@@ -87,10 +91,15 @@ PartitionTxn* PartitionCore::NewState(const pb::Txn* txn) {
 }
 
 void PartitionCore::Release(PartitionTxn* st, ReadyList* ready) {
+  if (st->table_op) table_op_running_ = false;
   lm_->Release(&st->lt, ready);
-  st->txn = nullptr;
   DCHECK(st->owner == nullptr) << "the owner is dropped by the runner";
-  free_states_.push_back(st);
+  if (staged_ != nullptr) {
+    staged_->Release(st);  // the last of its sub-batch frees the sub-batch's memory
+  } else {
+    st->txn = nullptr;
+    free_states_.push_back(st);
+  }
   --active_;
   ++released_;
   if (listener_ != nullptr) listener_->OnActiveChanged(active_);
@@ -99,7 +108,8 @@ void PartitionCore::Release(PartitionTxn* st, ReadyList* ready) {
 AdmitResult PartitionCore::Admit(int slice, const RunnerState& state, ReadyList* ready) {
   AdmitResult out;
   AdmissionSignals sig;
-  for (int n = 0; n < slice && lm_->CanAdmit() && admission_.MayAdmit(active_); ++n) {
+  table_op_waiting_ = false;
+  for (int n = 0; n < slice && lm_->CanAdmit() && admission_.MayAdmit(active_) && !table_op_running_; ++n) {
     PartitionTxn* st = lookahead_;
     lookahead_ = nullptr;
     if (st == nullptr) {
@@ -110,6 +120,16 @@ AdmitResult PartitionCore::Admit(int slice, const RunnerState& state, ReadyList*
       st = NewState(txn);
     }
     input_idle_ = false;
+    if (st->table_op) {
+      // A table operation runs alone: after every txn admitted before it
+      // is released, and nothing after it until it is.
+      if (active_ > 0) {
+        lookahead_ = st;
+        table_op_waiting_ = true;
+        break;
+      }
+      table_op_running_ = true;
+    }
     // Take the txn after it too, and let the lock manager start loading
     // its lock state (LockManager::Prefetch) while this one locks.
     if (const pb::Txn* next = NextInput(); next != nullptr) {
@@ -142,7 +162,7 @@ AdmitResult PartitionCore::Admit(int slice, const RunnerState& state, ReadyList*
   sig.parked = state.parked;
   sig.now_us = state.now_us;
   admission_.Adjust(sig);
-  admission_blocked_ = !lm_->CanAdmit() || !admission_.MayAdmit(active_);
+  admission_blocked_ = !lm_->CanAdmit() || !admission_.MayAdmit(active_) || table_op_waiting_ || table_op_running_;
   window_bound_ = sig.window_bound && !admission_.MayAdmit(active_);
   if (sig.window_bound && admission_.MayAdmit(active_)) out.progress = true;  // it grew: admit at once
   lm_->Poll(input_idle_ || admission_blocked_, ready);

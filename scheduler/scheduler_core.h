@@ -15,7 +15,9 @@
 //   admission window). INPUT: Admit() (one admission slice, taking txns from
 //   a MergedInput), Release() of finished txns. OUTPUT: the txns that became
 //   runnable (a ReadyList, in the order of LOCKING.md N4) to dispatch to
-//   workers, and whether a stopped admission is worth resuming.
+//   workers, and whether a stopped admission is worth resuming. A table
+//   operation (pb::Txn::table_op) is admitted alone: once every txn before
+//   it is released, and nothing after it until it is.
 // - RemoteReadsTable: parking. INPUT: an executor missing remote reads
 //   (Park), another partition's reads (OnRemoteReads). OUTPUT: the parked txn
 //   that became complete, to dispatch again. Every read is checked by a
@@ -39,6 +41,7 @@
 #include "scheduler/admission.h"
 #include "scheduler/partition_txn.h"
 #include "scheduler/remote_reads_guard.h"
+#include "scheduler/staged_states.h"
 
 namespace detdb {
 
@@ -103,6 +106,9 @@ struct PartitionCoreOptions {
   uint32_t workers = 1;         // workers of the partition (the admission window's unit)
   uint32_t max_active = 2000;   // LockManagerOptions::max_active
   bool adaptive_admission = true;
+  // Txn states from per-sub-batch slabs freed in bulk (staged_states.h)
+  // instead of a pool of reused states with their own heap memory.
+  bool staged_alloc = false;
 };
 
 // What one Admit() call did (the runner's statistics).
@@ -154,7 +160,9 @@ class PartitionCore {
   // Admission stopped (by the lock manager or the window) and is worth
   // resuming now.
   bool AdmissionWorthResuming() const {
-    return admission_blocked_ && lm_->CanAdmit() && admission_.WorthResuming(active_);
+    if (!admission_blocked_) return false;
+    if (table_op_waiting_) return active_ == 0;  // the table operation may start
+    return !table_op_running_ && lm_->CanAdmit() && admission_.WorthResuming(active_);
   }
 
   uint64_t active() const { return active_; }
@@ -162,6 +170,8 @@ class PartitionCore {
   bool window_bound() const { return window_bound_; }
   const AdmissionController& admission() const { return admission_; }
   const LockManager& lock_manager() const { return *lm_; }
+  // The staged allocator (null unless staged_alloc).
+  const StagedStates* staged() const { return staged_.get(); }
   // True iff no txn is admitted and the lock manager is quiescent.
   bool IsQuiescent() const { return active_ == 0 && lm_->IsQuiescent(); }
 
@@ -174,11 +184,17 @@ class PartitionCore {
   MergedInput* const input_;
   CoreListener* const listener_;
   const std::unique_ptr<LockManager> lm_;
-  std::vector<std::unique_ptr<PartitionTxn>> all_states_;
+  std::vector<std::unique_ptr<PartitionTxn>> all_states_;  // pooled
   std::vector<PartitionTxn*> free_states_;
+  std::unique_ptr<StagedStates> staged_;                   // staged_alloc
   uint64_t active_ = 0;
   AdmissionController admission_;
   bool input_idle_ = false;         // the last admission found no input
+  // A table operation (PartitionTxn::table_op) is admitted alone: it waits
+  // (in lookahead_) until every earlier txn is released, and nothing is
+  // admitted while it runs.
+  bool table_op_waiting_ = false;
+  bool table_op_running_ = false;
   bool admission_blocked_ = false;  // admission waits for CanAdmit() or the window
   bool window_bound_ = false;
   uint64_t starved_seen_ = 0;       // starved_total at the last Adjust

@@ -128,6 +128,45 @@ TEST(PartitionCore, AdmitsInMergeOrderAndGrantsAConflictOnlyAfterRelease) {
   EXPECT_FALSE(core.IsQuiescent());
 }
 
+// Staged allocation: each sub-batch's states come from one group, which
+// goes back to the pool when its last txn is released, whatever the order.
+TEST(PartitionCore, StagedStatesOfASubBatchGoBackWithItsLastRelease) {
+  ModPartitioner partitioner(1);
+  TxnExecutor exec(0, nullptr, &partitioner, nullptr, nullptr, nullptr);
+  SubBatchMerger merger(1, 1);
+  Input input(&merger);
+  auto lm = NewLockManager("dclp", LockManagerOptions{});
+  ASSERT_TRUE(lm.ok());
+  PartitionCore core({.workers = 1, .max_active = 100, .adaptive_admission = false, .staged_alloc = true},
+                     std::move(*lm), &exec, &input);
+  ASSERT_NE(core.staged(), nullptr);
+  Batch b1, b2;
+  b1.txns->push_back(Txn(1, {MakeKey(0, 7)}));
+  b1.txns->push_back(Txn(2, {MakeKey(0, 8)}));
+  b2.txns->push_back(Txn(3, {MakeKey(0, 9)}));
+  merger.Add(b1.Ref(1, 0));
+  merger.Add(b2.Ref(2, 0));
+  ReadyList ready;
+  EXPECT_EQ(core.Admit(64, {}, &ready).admitted, 3u);
+  ASSERT_EQ(ready.size(), 3u);
+  std::vector<PartitionTxn*> st;
+  for (LockTxn* lt : ready) st.push_back(static_cast<PartitionTxn*>(lt->user));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(st[i]->txn->id(), i + 1);
+    EXPECT_EQ(st[i]->local_writes.get_allocator().resource(), st[i]->staged);
+  }
+  EXPECT_EQ(core.staged()->stats().groups_open, 2u);
+  ready.clear();
+  for (PartitionTxn* t : st) t->owner.reset();
+  core.Release(st[0], &ready);
+  core.Release(st[2], &ready);  // b2's only txn: its group goes
+  EXPECT_EQ(core.staged()->stats().groups_open, 1u);
+  core.Release(st[1], &ready);
+  EXPECT_EQ(core.staged()->stats().groups_open, 0u);
+  EXPECT_EQ(core.staged()->stats().pool.slabs_out, 0u);
+  EXPECT_TRUE(core.IsQuiescent());
+}
+
 TEST(RemoteReadsTable, ParkedTxnResumesOnItsLastReadAndEarlyReadsWait) {
   ModPartitioner partitioner(3);
   TxnExecutor exec(0, nullptr, &partitioner, nullptr, nullptr, nullptr);

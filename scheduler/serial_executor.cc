@@ -132,6 +132,18 @@ pb::TxnResult SerialExecutor::Execute(const pb::Txn& txn) {
   r.set_txn_id(txn.id());
   r.set_client_id(txn.client_id());
   r.set_client_seq(txn.client_seq());
+  if (txn.has_table_op()) {  // every partition's part (one thread: no locks to take)
+    const pb::TableOp& op = txn.table_op();
+    std::vector<std::vector<std::pair<Key, std::string_view>>> rows(stores_.size());
+    for (const pb::KeyValue& kv : op.rows()) rows[partitioner_->PartitionOf(kv.key())].emplace_back(kv.key(), kv.value());
+    for (size_t p = 0; p < stores_.size(); ++p) {
+      absl::Status s = op.kind() == pb::TableOp::TRUNCATE ? stores_[p]->Truncate(op.table()).status()
+                                                          : stores_[p]->BulkLoad(op.table(), rows[p]);
+      CHECK(s.ok()) << "table operation of txn " << txn.id() << ": " << s;
+    }
+    r.set_status(pb::STATUS_OK);
+    return r;
+  }
   std::string result;
   absl::Status s;
   Procedure proc = procedures_->Find(txn.type());

@@ -31,6 +31,12 @@ void PartitionsOf(const google::protobuf::RepeatedField<uint64_t>& keys, const P
 }  // namespace
 
 void EpochBatcher::SetParticipants(pb::Txn* txn, const Partitioner& partitioner, std::vector<uint32_t>* scratch) {
+  if (txn->has_table_op()) {  // every partition writes (its part of) the table
+    txn->clear_readers();
+    txn->clear_writers();
+    for (uint32_t p = 0; p < partitioner.num_partitions(); ++p) txn->add_writers(p);
+    return;
+  }
   PartitionsOf(txn->read_set(), partitioner, scratch, txn->mutable_readers());
   PartitionsOf(txn->write_set(), partitioner, scratch, txn->mutable_writers());
 }
@@ -42,7 +48,8 @@ bool EpochBatcher::Add(pb::Txn* txn) {
   // every field: a key is a varint of at most 10 bytes, and each key adds
   // at most one reader or writer partition (at most 5 bytes); 64 covers the
   // ids, the type and the framing.
-  const size_t bytes = 64 + txn->args().size() + 15 * static_cast<size_t>(txn->read_set_size() + txn->write_set_size());
+  size_t bytes = 64 + txn->args().size() + 15 * static_cast<size_t>(txn->read_set_size() + txn->write_set_size());
+  if (txn->has_table_op()) bytes += txn->table_op().ByteSizeLong() + 5 * size_t{partitioner_->num_partitions()};
   if (index > 0 && batch_bytes_ + bytes > kMaxBatchBytes) return false;
   batch_bytes_ += bytes;
   pb::Txn* t = batch_->add_txns();

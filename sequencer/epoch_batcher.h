@@ -45,7 +45,8 @@ class EpochBatcher {
                TxnId first_id = 1, IdScheme scheme = IdScheme::kDense);
 
   // Sets txn's readers and writers: the sorted partitions of its read and
-  // write sets. scratch is reused memory.
+  // write sets (a table operation: no readers, every partition a writer).
+  // scratch is reused memory.
   static void SetParticipants(pb::Txn* txn, const Partitioner& partitioner, std::vector<uint32_t>* scratch);
   // The (epoch, sequencer, index) of a kEpochSequencer id.
   static uint64_t IdEpoch(TxnId id) { return id >> 24; }

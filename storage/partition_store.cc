@@ -115,6 +115,27 @@ size_t PartitionStore::ReclaimSafe(EpochParticipant* self) {
   return n;
 }
 
+absl::StatusOr<uint64_t> PartitionStore::Truncate(uint32_t table) {
+  Table* t = GetTable(table);
+  if (t == nullptr) return absl::NotFoundError(absl::StrCat("no table ", table));
+  return t->Clear();
+}
+
+absl::Status PartitionStore::BulkLoad(uint32_t table, const std::vector<std::pair<Key, std::string_view>>& rows) {
+  Table* t = GetTable(table);
+  if (t == nullptr) return absl::NotFoundError(absl::StrCat("no table ", table));
+  for (const auto& [k, v] : rows) {
+    if (KeyTable(k) != table)
+      return absl::InvalidArgumentError(absl::StrCat("key ", k, " is not of table ", table));
+    if (v.size() != t->value_size())
+      return absl::InvalidArgumentError(absl::StrCat("a value of ", v.size(), " bytes for table ", table,
+                                                     " (records of ", t->value_size(), " bytes)"));
+  }
+  t->Reserve(t->size() + rows.size());
+  for (const auto& [k, v] : rows) std::memcpy(t->Insert(k)->value(), v.data(), v.size());
+  return absl::OkStatus();
+}
+
 uint64_t PartitionStore::Digest() const {
   DigestWriter w;
   for (const auto& t : tables_) {

@@ -21,6 +21,13 @@
 // pointer into them (a worker: between txns); any of them may call
 // ReclaimSafe() now and then, which frees what no participant can still
 // see.
+//
+// Intent locks (storage/intent_lock.h, docs/STORAGE.md "Intent locks"):
+// intents() is the partition's lock hierarchy (the partition, then each
+// table). Workers take IS/IX through their agents; whole-table operations
+// (Truncate, BulkLoad, a scan, a checkpoint capture) take absolute locks.
+// The store does not take them itself: Truncate and BulkLoad say what
+// their caller must hold.
 #ifndef DETDB_STORAGE_PARTITION_STORE_H_
 #define DETDB_STORAGE_PARTITION_STORE_H_
 
@@ -30,18 +37,27 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/types.h"
 #include "storage/epoch.h"
+#include "storage/intent_lock.h"
 #include "storage/table.h"
 
 namespace detdb {
 
+struct PartitionStoreOptions {
+  // Which intent lock implementation guards whole-table operations.
+  IntentLockKind intent_locks = IntentLockKind::kLil;
+};
+
 class PartitionStore {
  public:
-  PartitionStore() = default;
+  explicit PartitionStore(const PartitionStoreOptions& options = {})
+      : intents_(IntentLockTable::Create({.kind = options.intent_locks, .locks = Table::kMaxTableId + 2})) {}
   PartitionStore(const PartitionStore&) = delete;
   PartitionStore& operator=(const PartitionStore&) = delete;
 
@@ -88,6 +104,20 @@ class PartitionStore {
 
   // The epochs of this store's readers (storage/epoch.h).
   EpochDomain& epochs() { return epochs_; }
+  // The partition's intent locks: IntentLockTable::kPartitionLock and
+  // TableLock(id) for table id.
+  IntentLockTable& intents() { return *intents_; }
+
+  // Whole-table operations. The caller holds IX on the partition and X on
+  // the table's lock (and is an epoch participant or no reader of this
+  // store runs). NotFound if there is no such table.
+  // Truncate: removes every record of the table; returns how many.
+  absl::StatusOr<uint64_t> Truncate(uint32_t table);
+  // BulkLoad: inserts (or overwrites) every row, after growing the index
+  // once for all of them (Table::Reserve). InvalidArgument, having changed
+  // nothing, if a key is not of the table or a value has another size than
+  // its records.
+  absl::Status BulkLoad(uint32_t table, const std::vector<std::pair<Key, std::string_view>>& rows);
 
   // One round of epoch-based reclamation: seals what every table retired
   // since the last round under a new epoch, then frees the sealed batches
@@ -124,6 +154,7 @@ class PartitionStore {
  private:
   // KeyTable(k) < 256 for every key, so lookups need no bounds check.
   std::array<std::unique_ptr<Table>, Table::kMaxTableId + 1> tables_;
+  std::unique_ptr<IntentLockTable> intents_;  // REQUIRES: its agents go before the store
   EpochDomain epochs_;  // REQUIRES: its participants go before the store
   std::mutex reclaim_mu_;     // one ReclaimSafe at a time
   bool has_sealed_ = false;   // guarded by reclaim_mu_: some table holds a sealed batch

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -150,6 +149,12 @@ void RecordArena::Retire(void* block) {
   latch_.Unlock();
 }
 
+void RecordArena::RetireMany(const std::vector<void*>& blocks) {
+  latch_.LockNoElision();
+  retired_.insert(retired_.end(), blocks.begin(), blocks.end());
+  latch_.Unlock();
+}
+
 size_t RecordArena::ReclaimRetired() {
   latch_.LockNoElision();
   const size_t n = retired_.size();
@@ -230,15 +235,11 @@ int64_t Table::GrowThreshold(uint64_t buckets) const {
 
 Record* Table::GetAbsent(Key k, uint64_t h) const {
   const Stripe& stripe = StripeOf(h);
-  for (int spins = 0;; ++spins) {
-    const uint64_t seq = stripe.seq.load(std::memory_order_acquire);
-    if (seq & 1) {  // a migration of this stripe is moving records
-      if (spins % 256 == 255) std::this_thread::yield();
-      continue;
-    }
+  for (;;) {
+    // Waits while a migration of this stripe is moving records.
+    const uint64_t seq = stripe.seq.ReadBegin();
     if (Record* r = Find(BucketFor(h), k, h)) return r;
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (stripe.seq.load(std::memory_order_relaxed) == seq) return nullptr;
+    if (stripe.seq.ReadValidate(seq)) return nullptr;
   }
 }
 
@@ -397,10 +398,9 @@ void Table::MigrateBucket(Migration* m, uint64_t ob) {
     (h & split_bit ? filter_hi : filter_lo) |= FilterBit(h);
   }
   // Seqlock write side: odd while records move, so a reader that misses a
-  // key meanwhile looks again (GetAbsent).
-  const uint64_t seq = stripe.seq.load(std::memory_order_relaxed);
-  stripe.seq.store(seq + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  // key meanwhile looks again (GetAbsent). The stripe latch excludes other
+  // writers.
+  stripe.seq.WriteBegin();
   // lo and hi are empty: their keys have lived in src until now.
   lo.filter.store(filter_lo, std::memory_order_release);
   hi.filter.store(filter_hi, std::memory_order_release);
@@ -420,7 +420,7 @@ void Table::MigrateBucket(Migration* m, uint64_t ob) {
   }
   src.filter.store(0, std::memory_order_release);
   m->from->moved[ob].store(1, std::memory_order_release);
-  stripe.seq.store(seq + 2, std::memory_order_release);
+  stripe.seq.WriteEnd();
   stripe.latch.Unlock();
 }
 
@@ -506,6 +506,57 @@ size_t Table::ReclaimErased() {
   const size_t n = sealed_records + arena_.ReclaimRetired();
   reclaimed_records_.fetch_add(n, std::memory_order_relaxed);
   return n;
+}
+
+// ---------------------------------------------------------------- whole table
+
+uint64_t Table::Clear() {
+  std::vector<void*> records;
+  ForEachRecord([&records](const Record* r) { records.push_back(const_cast<Record*>(r)); });
+  // Unlinked all at once by replacing the index: nothing can reach them
+  // after this (a reader standing on one from before the caller's X lock
+  // was granted cannot exist), but reclamation frees them, as it does
+  // erased records, only once every participant passed a quiescent point.
+  auto fresh = std::make_unique<Index>(std::bit_ceil(std::max(options_.expected_records, kMinBuckets)));
+  Index* ix = fresh.get();
+  {
+    std::lock_guard<std::mutex> l(owned_mu_);
+    indexes_.push_back(std::move(fresh));
+    migration_.store(nullptr, std::memory_order_release);
+    current_.store(ix, std::memory_order_release);
+  }
+  growing_.store(false, std::memory_order_release);
+  grow_records_per_stripe_.store(GrowThreshold(ix->mask + 1), std::memory_order_relaxed);
+  for (size_t s = 0; s <= stripe_mask_; ++s) stripes_[s].records.store(0, std::memory_order_relaxed);
+  arena_.RetireMany(records);
+  return records.size();
+}
+
+void Table::Reserve(uint64_t records) {
+  const uint64_t need = std::min(kMaxBuckets, std::bit_ceil(std::max(records / kGrowLoad, kMinBuckets)));
+  const Index* cur = current_.load(std::memory_order_acquire);
+  if (need <= cur->mask + 1 && migration_.load(std::memory_order_acquire) == nullptr) return;
+  auto to = std::make_unique<Index>(std::max<uint64_t>(need, cur->mask + 1));
+  Index* ix = to.get();
+  std::vector<Record*> all;
+  ForEachRecord([&all](const Record* r) { all.push_back(const_cast<Record*>(r)); });
+  // Relinked in place into the new array (nobody else is in the table).
+  for (Record* r : all) {
+    const uint64_t h = Mix64(r->key);
+    Bucket& b = ix->buckets[h & ix->mask];
+    r->next.store(b.head.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    b.head.store(r, std::memory_order_relaxed);
+    b.filter.store(b.filter.load(std::memory_order_relaxed) | FilterBit(h), std::memory_order_relaxed);
+  }
+  {
+    std::lock_guard<std::mutex> l(owned_mu_);
+    indexes_.push_back(std::move(to));
+    migration_.store(nullptr, std::memory_order_release);
+    current_.store(ix, std::memory_order_release);
+  }
+  growing_.store(false, std::memory_order_release);
+  grow_records_per_stripe_.store(GrowThreshold(ix->mask + 1), std::memory_order_relaxed);
+  growths_.fetch_add(1, std::memory_order_relaxed);
 }
 
 uint64_t Table::size() const {

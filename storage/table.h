@@ -27,7 +27,7 @@
 //  - a lookup that FINDS its key is right whatever happens meanwhile (a
 //    record is found only by its key, and records do not move);
 //  - a lookup that does not find it validates against its stripe's
-//    sequence count (a seqlock that only migration bumps; every bucket a
+//    sequence count (a VersionLatch that only migration bumps; every bucket a
 //    key can ever live in belongs to one stripe, since stripe = hash mod a
 //    stripe count that never exceeds the bucket count) and looks again if
 //    a migration of its stripe ran meanwhile. So a reader never misses a
@@ -61,8 +61,9 @@
 //    erased records (and retired bucket arrays) reusable.
 //  - A record's value bytes are plain memory. They belong to the thread that
 //    holds the key's lock; the table never touches them after Insert.
-//  - ForEachInKeyOrder, ReclaimErased and the destructor must not run
-//    concurrently with writers (Insert, Erase).
+//  - ForEachInKeyOrder, ForFirstInKeyOrder, ReclaimErased and the
+//    destructor must not run concurrently with writers (Insert, Erase);
+//    Clear and Reserve need the table to themselves (an X intent lock).
 //  - Concurrent Insert of the SAME key is still correct (one record wins and
 //    both callers get it), but a concurrent Insert and Erase of one key, or
 //    any use of a key's value bytes by two threads, is the caller's race.
@@ -85,6 +86,7 @@
 #include "common/hash.h"
 #include "common/types.h"
 #include "storage/elided_latch.h"
+#include "storage/version_latch.h"
 
 namespace detdb {
 
@@ -137,6 +139,8 @@ class RecordArena {
   // Gives back a block that other threads may still read: its bytes stay
   // untouched until ReclaimRetired().
   void Retire(void* block);
+  // Retire() of every block, under one latch.
+  void RetireMany(const std::vector<void*>& blocks);
   // Makes every retired block reusable; returns how many there were.
   // REQUIRES: no other thread uses the arena or reads a retired block.
   size_t ReclaimRetired();
@@ -272,6 +276,35 @@ class Table {
   // Records in the table. Exact when no writer runs.
   uint64_t size() const;
 
+  // Whole-table operations (docs/STORAGE.md, "Intent locks"): the caller
+  // holds X on the table's intent lock, so no other thread is inside Get,
+  // Insert or Erase of this table.
+  //
+  // Removes every record; returns how many. Records and bucket arrays are
+  // retired, and freed by reclamation as usual; the index goes back to its
+  // first size. REQUIRES: exclusive use of the table.
+  uint64_t Clear();
+  // Grows the index at once to hold `records` records (kGrowLoad per
+  // bucket): one rehash instead of doublings migrated a few buckets per
+  // write; a migration under way ends here. A bulk load calls it first.
+  // No-op if the index is large enough. REQUIRES: exclusive use of the table.
+  void Reserve(uint64_t records);
+
+  // Calls f(const Record&) for the first `limit` records with key >= from,
+  // in increasing key order. REQUIRES: no concurrent Insert or Erase (a
+  // scan holds S on the table's intent lock).
+  template <typename F>
+  void ForFirstInKeyOrder(Key from, size_t limit, F f) const {
+    std::vector<const Record*> records;
+    ForEachRecord([&](const Record* r) {
+      if (r->key >= from) records.push_back(r);
+    });
+    auto by_key = [](const Record* a, const Record* b) { return a->key < b->key; };
+    const size_t n = std::min(limit, records.size());
+    std::partial_sort(records.begin(), records.begin() + static_cast<std::ptrdiff_t>(n), records.end(), by_key);
+    for (size_t i = 0; i < n; ++i) f(*records[i]);
+  }
+
   // Calls f(const Record&) for every record in increasing key order
   // (collects, sorts, visits). Used for digests and dumps.
   // REQUIRES: no concurrent Insert or Erase.
@@ -338,7 +371,8 @@ class Table {
   }
 
   // One latch, the record count of the buckets it guards and the sequence
-  // count of their migrations (odd while one runs). Each on a cache line of
+  // count of their migrations (a VersionLatch: odd while one runs; its
+  // writers are excluded by the latch). Each on a cache line of
   // its own: an elided section reads the latch word, so neither a
   // neighbour's latch taken for real nor a count update may share its line
   // (the count is updated after the critical section); readers of absent
@@ -346,7 +380,7 @@ class Table {
   struct alignas(64) Stripe {
     ElidedLatch latch;
     alignas(64) std::atomic<int64_t> records{0};  // may dip below 0 briefly
-    alignas(64) std::atomic<uint64_t> seq{0};
+    alignas(64) VersionLatch seq;
   };
 
   // A chain's head and the filter of its keys (see the file comment).

@@ -1,0 +1,133 @@
+// Whole-table operations (table.h, partition_store.h): Clear, Reserve (the
+// index grown at once), BulkLoad and Truncate, ForFirstInKeyOrder; each
+// also in the middle of an online growth's migration.
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "storage/partition_store.h"
+#include "storage/table.h"
+
+namespace detdb {
+namespace {
+
+constexpr uint32_t kT = 5;
+
+uint64_t Load64(const Record* r) {
+  uint64_t v;
+  std::memcpy(&v, r->value(), 8);
+  return v;
+}
+void Store64(Record* r, uint64_t v) { std::memcpy(r->value(), &v, 8); }
+
+// Inserts until a migration is under way (and stops there).
+uint64_t FillUntilMigrating(Table* t) {
+  uint64_t n = 0;
+  while (!t->migrating() || n < 100) {
+    Store64(t->Insert(MakeKey(kT, n)), n + 1);
+    ++n;
+    if (n > 1000000) break;
+  }
+  return n;
+}
+
+TEST(StorageTableOps, ClearRemovesEveryRecordAndRetiresThem) {
+  Table t({.id = kT, .name = "c", .value_size = 8, .expected_records = 16});
+  const uint64_t n = FillUntilMigrating(&t);
+  ASSERT_TRUE(t.migrating());
+  EXPECT_EQ(t.Clear(), n);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_FALSE(t.migrating());
+  EXPECT_EQ(t.bucket_count(), 16u);  // back to the first size
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(t.Get(MakeKey(kT, i)), nullptr) << i;
+  uint64_t visited = 0;
+  t.ForEachInKeyOrder([&](const Record&) { ++visited; });
+  EXPECT_EQ(visited, 0u);
+  // The records were retired, not leaked: a quiescent reclaim frees them
+  // all, and the table grows again from scratch.
+  EXPECT_EQ(t.ReclaimErased(), n);
+  for (uint64_t i = 0; i < 1000; ++i) Store64(t.Insert(MakeKey(kT, i)), 7);
+  EXPECT_EQ(t.size(), 1000u);
+  for (uint64_t i = 0; i < 1000; ++i) ASSERT_EQ(Load64(t.Get(MakeKey(kT, i))), 7u);
+}
+
+TEST(StorageTableOps, ReserveGrowsAtOnceAndEndsAMigration) {
+  Table t({.id = kT, .name = "r", .value_size = 8, .expected_records = 16});
+  const uint64_t n = FillUntilMigrating(&t);
+  ASSERT_TRUE(t.migrating());
+  const uint64_t growths = t.growths();
+  t.Reserve(100000);
+  EXPECT_FALSE(t.migrating());
+  EXPECT_GE(t.bucket_count() * Table::kGrowLoad, 100000u);
+  EXPECT_EQ(t.growths(), growths + 1);
+  EXPECT_EQ(t.size(), n);
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(Load64(t.Get(MakeKey(kT, i))), i + 1) << i;
+  for (uint64_t i = n; i < n + 1000; ++i) ASSERT_EQ(t.Get(MakeKey(kT, i)), nullptr) << i;
+  // Filling up to the reserved size starts no growth.
+  for (uint64_t i = n; i < 90000; ++i) Store64(t.Insert(MakeKey(kT, i)), i + 1);
+  EXPECT_EQ(t.growths(), growths + 1);
+  for (uint64_t i = 0; i < 90000; ++i) ASSERT_EQ(Load64(t.Get(MakeKey(kT, i))), i + 1) << i;
+  const uint64_t buckets = t.bucket_count();
+  t.Reserve(10);  // never shrinks
+  EXPECT_EQ(t.bucket_count(), buckets);
+  EXPECT_EQ(t.ReclaimErased(), 0u);  // the old arrays went to the retired list, no record did
+}
+
+TEST(StorageTableOps, ForFirstInKeyOrderIsBoundedAndStartsAtFrom) {
+  Table t({.id = kT, .name = "s", .value_size = 8, .expected_records = 64});
+  for (uint64_t i = 0; i < 1000; i += 2) Store64(t.Insert(MakeKey(kT, i)), i);
+  std::vector<uint64_t> rows;
+  t.ForFirstInKeyOrder(MakeKey(kT, 101), 5, [&](const Record& r) { rows.push_back(KeyRow(r.key)); });
+  EXPECT_EQ(rows, (std::vector<uint64_t>{102, 104, 106, 108, 110}));
+  rows.clear();
+  t.ForFirstInKeyOrder(MakeKey(kT, 990), 100, [&](const Record& r) { rows.push_back(KeyRow(r.key)); });
+  EXPECT_EQ(rows, (std::vector<uint64_t>{990, 992, 994, 996, 998}));
+}
+
+TEST(StorageTableOps, BulkLoadAndTruncateOnAStore) {
+  PartitionStore store;
+  ASSERT_TRUE(store.CreateTable({.id = kT, .name = "b", .value_size = 8, .expected_records = 16}).ok());
+  ASSERT_TRUE(store.CreateTable({.id = kT + 1, .name = "other", .value_size = 8, .expected_records = 16}).ok());
+  Store64(store.Insert(MakeKey(kT + 1, 1)), 1);
+  std::vector<uint64_t> values(5000);
+  std::vector<std::pair<Key, std::string_view>> rows;
+  for (uint64_t i = 0; i < values.size(); ++i) {
+    values[i] = i * 3;
+    rows.emplace_back(MakeKey(kT, i), std::string_view(reinterpret_cast<const char*>(&values[i]), 8));
+  }
+  ASSERT_TRUE(store.BulkLoad(kT, rows).ok());
+  Table* t = store.GetTable(kT);
+  EXPECT_EQ(t->size(), 5000u);
+  EXPECT_GE(t->bucket_count() * Table::kGrowLoad, 5000u);
+  EXPECT_EQ(t->growths(), 1u);  // one rehash, no doublings
+  for (uint64_t i = 0; i < 5000; ++i) ASSERT_EQ(Load64(t->Get(MakeKey(kT, i))), i * 3);
+  // Overwrites; and a bad row changes nothing.
+  values[0] = 99;
+  rows.resize(1);
+  ASSERT_TRUE(store.BulkLoad(kT, rows).ok());
+  EXPECT_EQ(Load64(t->Get(MakeKey(kT, 0))), 99u);
+  const uint64_t digest = store.Digest();
+  const std::string short_value = "abc";
+  EXPECT_FALSE(store.BulkLoad(kT, {{MakeKey(kT, 1), short_value}}).ok());
+  EXPECT_FALSE(store.BulkLoad(kT, {{MakeKey(kT + 1, 1), rows[0].second}}).ok());
+  EXPECT_FALSE(store.BulkLoad(77, rows).ok());
+  EXPECT_EQ(store.Digest(), digest);
+  auto removed = store.Truncate(kT);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 5000u);
+  EXPECT_EQ(t->size(), 0u);
+  EXPECT_EQ(store.GetTable(kT + 1)->size(), 1u);  // only that table
+  EXPECT_FALSE(store.Truncate(77).ok());
+  // The same contents as a store that never had the rows.
+  PartitionStore fresh;
+  ASSERT_TRUE(fresh.CreateTable({.id = kT, .name = "b", .value_size = 8, .expected_records = 16}).ok());
+  ASSERT_TRUE(fresh.CreateTable({.id = kT + 1, .name = "other", .value_size = 8, .expected_records = 16}).ok());
+  Store64(fresh.Insert(MakeKey(kT + 1, 1)), 1);
+  EXPECT_EQ(store.Digest(), fresh.Digest());
+}
+
+}  // namespace
+}  // namespace detdb
