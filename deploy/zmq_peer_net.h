@@ -89,7 +89,9 @@ struct ZmqPeerNetOptions {
 inline constexpr int64_t kMaxClockSkewUs = 10'000'000;
 // The peer wire protocol's version: compared at the handshake (as the
 // setting "protocol_version"); raise it whenever PeerMessage's meaning changes.
-inline constexpr uint32_t kPeerProtocolVersion = 2;
+// 3: frames carry incarnation and to_incarnation (a frame of another
+// incarnation is stale), RejoinRequest/RejoinReply, Hello.running.
+inline constexpr uint32_t kPeerProtocolVersion = 3;
 
 // Why a received peer frame was dropped (ZmqPeerNetStats::by_reason).
 enum class PeerDrop : int {

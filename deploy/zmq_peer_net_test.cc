@@ -534,6 +534,33 @@ TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {
       << s.status();
 }
 
+// A binary of protocol 2 (before incarnations: every frame of it would be
+// dropped as stale, silently) fails the handshake, naming the setting.
+TEST(ZmqPeerNet, APeerOfTheProtocolBeforeIncarnationsIsRefused) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = 1;
+  o.epoch_us = 1000;
+  auto n = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n.ok()) << n.status();
+  Recorder rec;
+  (*n)->SetHandler(&rec);
+  (*n)->RegisterReceiver(1, &rec);
+  (*n)->Start();
+  pb::PeerMessage m;
+  m.set_from_node(0);
+  m.set_seq(1);
+  m.mutable_hello()->set_epoch_us(1000);
+  m.mutable_hello()->set_boot_us(1);
+  (*m.mutable_hello()->mutable_settings())["protocol_version"] = "2";
+  SendRaw(c, 1, m);
+  auto s = (*n)->Handshake(milliseconds(10000));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  EXPECT_NE(s.status().message().find("node 0 runs with protocol_version 2, we with 3"), std::string::npos)
+      << s.status();
+}
+
 // With CURVE the receive thread passes the node whose key sent a frame
 // (the ZAP User-Id): a frame claiming another node is dropped and counted
 // apart (sender_mismatch), before it moves that node's frame sequence;
