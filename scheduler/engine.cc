@@ -37,8 +37,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->accepting_.store(options.peers == nullptr, std::memory_order_release);
   if (e->local_.empty()) return absl::InvalidArgumentError("this node serves no partition");
   if (options.peers != nullptr) {
-    e->retention_ = std::make_unique<PeerRetention>(options.peers->num_nodes(), options.peers->node_id(),
-                                                    options.rejoin_retention_bytes);
+    // Kept for the peers' rejoins only with the input log: without it no
+    // durable epoch ever trims what is kept, and no node can rejoin.
+    if (!options.log.dir.empty())
+      e->retention_ = std::make_unique<PeerRetention>(options.peers->num_nodes(), options.peers->node_id(),
+                                                      options.rejoin_retention_bytes);
     e->outbox_ = std::make_unique<PeerOutbox>(options.peers, e->retention_.get(), !options.log.dir.empty());
   }
   Transport* transport = options.peers != nullptr ? static_cast<Transport*>(e->outbox_.get()) : e->transport_.get();
@@ -367,7 +370,7 @@ void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
     std::vector<std::shared_ptr<pb::Batch>> parts = Parts(*batch);
     for (uint32_t n = 0; n < parts.size(); ++n) {
       if (parts[n] == nullptr) continue;
-      retention_->OnSentBatch(n, parts[n]);
+      if (retention_ != nullptr) retention_->OnSentBatch(n, parts[n]);
       options_.peers->SendBatch(n, *parts[n]);
     }
   }
@@ -571,7 +574,11 @@ EngineStats Engine::stats() const {
   s.pending_bytes = pending_bytes_.load();
   s.late_peer_results = late_peer_results_.load();
   s.rejoin_requests = rejoin_requests_.load();
-  s.retained_bytes = retention_ != nullptr ? retention_->message_bytes() : 0;
+  if (retention_ != nullptr) {
+    s.retained_bytes = retention_->message_bytes();
+    s.retained_batches = retention_->batches();
+    s.retained_batch_bytes = retention_->batch_bytes();
+  }
   s.rejoined_at = rejoined_at_.load();
   s.epochs = sequencer_->epochs_closed();
   if (stage_ != nullptr) {

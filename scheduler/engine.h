@@ -169,6 +169,8 @@ struct EngineStats {
   uint64_t late_peer_results = 0;       // a result for an epoch merged here and not awaited (resent): dropped
   uint64_t rejoin_requests = 0;         // peers' RejoinRequests answered
   uint64_t retained_bytes = 0;          // reads and results kept for peers' rejoins (PeerRetention)
+  uint64_t retained_batches = 0;        // batch parts kept for peers' rejoins (0 without the input log)
+  uint64_t retained_batch_bytes = 0;    // their serialized bytes
   uint64_t rejoined_at = 0;             // Rejoin: the last epoch sequenced before (0: no rejoin)
   LogStage::WriterStats log;                             // input log writer (metrics)
   std::vector<SchedulerStats> partitions;

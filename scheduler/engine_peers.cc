@@ -139,7 +139,7 @@ void Engine::OnPeerBatch(std::shared_ptr<pb::Batch> batch) {
   // Kept until the sender's log holds this epoch: if the sender dies and
   // lost its own copy, it sequences the epoch again from what its peers
   // received (a rejoin).
-  retention_->OnReceivedBatch(seq, batch);
+  if (retention_ != nullptr) retention_->OnReceivedBatch(seq, batch);
   if (stage_ != nullptr) {
     stage_->Add(std::move(batch));
   } else {

@@ -46,6 +46,12 @@ void Engine::OnRejoinRequest(uint32_t node, const pb::RejoinRequest& req) {
   pb::RejoinReply reply;
   reply.set_id(req.id());
   reply.set_kind(req.kind());
+  if (retention_ == nullptr) {
+    reply.set_error(absl::StrCat("node ", self, " runs without an input log and keeps nothing for a rejoin; "
+                                 "restart every node"));
+    peers->SendRejoinReply(node, reply);
+    return;
+  }
   switch (req.kind()) {
     case pb::RejoinRequest::STATE: {
       for (const auto& b : retention_->ReceivedAfter(node, req.own_floor())) *reply.add_received() = *b;

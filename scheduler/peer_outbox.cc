@@ -13,12 +13,12 @@ void PeerOutbox::Send(PartitionId to, pb::RemoteReads msg) {
     peers_->Send(to, std::move(msg));
     return;
   }
-  retention_->OnSentReads(node, to, msg);
+  if (retention_ != nullptr) retention_->OnSentReads(node, to, msg);
   Gate(to, std::move(msg));
 }
 
 void PeerOutbox::SendResult(uint32_t node, const pb::TxnResult& result) {
-  retention_->OnSentResult(node, result);
+  if (retention_ != nullptr) retention_->OnSentResult(node, result);
   GateResult(node, result);
 }
 

@@ -5,7 +5,8 @@
 //
 // Two rules, both for a rejoin (docs/DURABILITY.md, "Rejoining a running
 // cluster"):
-//  - every message is kept for its node's rejoin (PeerRetention);
+//  - every message is kept for its node's rejoin (PeerRetention, with the
+//    input log);
 //  - with the input log, a message about a txn of epoch e leaves only once
 //    e is durable here (SetDurable). A node that dies may lose the epochs
 //    after its durable one; a rejoin sequences those again from what its
@@ -39,8 +40,9 @@ namespace detdb {
 
 class PeerOutbox final : public Transport {
  public:
-  // peers and retention must outlive it. gated: hold until durable (the
-  // input log is on); else everything leaves at once.
+  // peers and retention must outlive it; retention may be null (no input
+  // log: nothing is kept). gated: hold until durable (the input log is
+  // on); else everything leaves at once.
   PeerOutbox(PeerLink* peers, PeerRetention* retention, bool gated);
 
   void RegisterReceiver(PartitionId partition, RemoteReadsReceiver* receiver) override {

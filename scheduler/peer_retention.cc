@@ -26,16 +26,45 @@ void PeerRetention::Start(uint64_t first_epoch) {
   }
 }
 
+void PeerRetention::KeepLocked(Batches* m, uint64_t durable, std::shared_ptr<const pb::Batch> batch) {
+  if (batch->epoch() <= durable) return;
+  const uint64_t bytes = batch->ByteSizeLong();
+  KeptBatch& k = (*m)[batch->epoch()];
+  if (k.batch != nullptr) {
+    batches_.fetch_sub(1, std::memory_order_relaxed);
+    batch_bytes_.fetch_sub(k.bytes, std::memory_order_relaxed);
+  }
+  k.batch = std::move(batch);
+  k.bytes = bytes;
+  batches_.fetch_add(1, std::memory_order_relaxed);
+  batch_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void PeerRetention::DropThroughLocked(Batches* m, uint64_t epoch) {
+  const auto end = m->upper_bound(epoch);
+  for (auto it = m->begin(); it != end; ++it) {
+    batches_.fetch_sub(1, std::memory_order_relaxed);
+    batch_bytes_.fetch_sub(it->second.bytes, std::memory_order_relaxed);
+  }
+  m->erase(m->begin(), end);
+}
+
+std::vector<std::shared_ptr<const pb::Batch>> PeerRetention::After(const Batches& m, uint64_t epoch) {
+  std::vector<std::shared_ptr<const pb::Batch>> out;
+  for (auto it = m.upper_bound(epoch); it != m.end(); ++it) out.push_back(it->second.batch);
+  return out;
+}
+
 void PeerRetention::OnSentBatch(uint32_t node, std::shared_ptr<const pb::Batch> batch) {
   Node& n = *nodes_.at(node);
   std::lock_guard<std::mutex> l(n.mu);
-  if (batch->epoch() > n.durable) n.sent[batch->epoch()] = std::move(batch);
+  KeepLocked(&n.sent, n.durable, std::move(batch));
 }
 
 void PeerRetention::OnReceivedBatch(uint32_t node, std::shared_ptr<const pb::Batch> batch) {
   Node& n = *nodes_.at(node);
   std::lock_guard<std::mutex> l(n.mu);
-  if (batch->epoch() > n.durable) n.received[batch->epoch()] = std::move(batch);
+  KeepLocked(&n.received, n.durable, std::move(batch));
 }
 
 void PeerRetention::OnSentReads(uint32_t node, PartitionId to, const pb::RemoteReads& msg) {
@@ -83,8 +112,7 @@ void PeerRetention::TrimLocked(Node* n) {
     for (const auto& [to, r] : n->messages.begin()->second.reads) bytes += r.ByteSizeLong() + kOverhead;
     for (const pb::TxnResult& r : n->messages.begin()->second.results) bytes += r.ByteSizeLong() + kOverhead;
     n->bytes -= std::min(n->bytes, bytes);
-    message_bytes_.fetch_sub(std::min(message_bytes_.load(std::memory_order_relaxed), bytes),
-                             std::memory_order_relaxed);
+    message_bytes_.fetch_sub(bytes, std::memory_order_relaxed);  // charged alike (ChargeLocked)
     n->messages.erase(n->messages.begin());
   }
 }
@@ -95,8 +123,8 @@ void PeerRetention::OnPeerDurable(uint32_t node, uint64_t epoch) {
   std::lock_guard<std::mutex> l(n.mu);
   if (epoch <= n.durable) return;
   n.durable = epoch;
-  n.sent.erase(n.sent.begin(), n.sent.upper_bound(epoch));
-  n.received.erase(n.received.begin(), n.received.upper_bound(epoch));
+  DropThroughLocked(&n.sent, epoch);
+  DropThroughLocked(&n.received, epoch);
 }
 
 void PeerRetention::SetAnchor(uint64_t epoch) {
@@ -124,17 +152,13 @@ uint64_t PeerRetention::kept_from(uint32_t node) const {
 std::vector<std::shared_ptr<const pb::Batch>> PeerRetention::SentAfter(uint32_t node, uint64_t epoch) const {
   const Node& n = *nodes_.at(node);
   std::lock_guard<std::mutex> l(n.mu);
-  std::vector<std::shared_ptr<const pb::Batch>> out;
-  for (auto it = n.sent.upper_bound(epoch); it != n.sent.end(); ++it) out.push_back(it->second);
-  return out;
+  return After(n.sent, epoch);
 }
 
 std::vector<std::shared_ptr<const pb::Batch>> PeerRetention::ReceivedAfter(uint32_t node, uint64_t epoch) const {
   const Node& n = *nodes_.at(node);
   std::lock_guard<std::mutex> l(n.mu);
-  std::vector<std::shared_ptr<const pb::Batch>> out;
-  for (auto it = n.received.upper_bound(epoch); it != n.received.end(); ++it) out.push_back(it->second);
-  return out;
+  return After(n.received, epoch);
 }
 
 PeerRetention::Messages PeerRetention::MessagesFrom(uint32_t node, uint64_t from, uint64_t max_bytes) const {

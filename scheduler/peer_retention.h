@@ -22,6 +22,10 @@
 //    oldest epochs beyond are dropped (kept_from rises; a rejoin that needs
 //    them is refused, loudly).
 //
+// Only a node with an input log keeps anything: without one no node's
+// durable epoch ever rises, so nothing would ever be dropped, and a node
+// without a log cannot rejoin anyway (the engine creates no PeerRetention).
+//
 // Memory: sent and received are bounded by how far N's durable epoch lags
 // (a few epochs; while N is down, by what this node sequences meanwhile,
 // like the log stage's pending batches); messages by the anchor's lag and
@@ -79,6 +83,9 @@ class PeerRetention {
   Messages MessagesFrom(uint32_t node, uint64_t from, uint64_t max_bytes) const;
 
   uint64_t message_bytes() const { return message_bytes_.load(std::memory_order_relaxed); }
+  // Batches (sent and received parts) kept now, and their serialized bytes.
+  uint64_t batches() const { return batches_.load(std::memory_order_relaxed); }
+  uint64_t batch_bytes() const { return batch_bytes_.load(std::memory_order_relaxed); }
   uint64_t dropped_messages() const { return dropped_messages_.load(std::memory_order_relaxed); }
 
  private:
@@ -86,9 +93,14 @@ class PeerRetention {
     std::vector<std::pair<PartitionId, pb::RemoteReads>> reads;
     std::vector<pb::TxnResult> results;
   };
+  struct KeptBatch {
+    std::shared_ptr<const pb::Batch> batch;
+    uint64_t bytes = 0;  // its serialized size, as charged
+  };
+  using Batches = std::map<uint64_t, KeptBatch>;  // by epoch
   struct Node {
     mutable std::mutex mu;
-    std::map<uint64_t, std::shared_ptr<const pb::Batch>> sent, received;  // guarded by mu
+    Batches sent, received;                                                // guarded by mu
     uint64_t durable = 0;                                                  // guarded by mu
     uint64_t kept_from = 1;                                                // guarded by mu
     std::map<uint64_t, Kept> messages;                                     // guarded by mu: by txn epoch
@@ -99,11 +111,16 @@ class PeerRetention {
   void ChargeLocked(Node* n, uint32_t node, uint64_t bytes);
   // Drops messages below kept_from. REQUIRES: n.mu held.
   void TrimLocked(Node* n);
+  // Keeps batch in m (replacing one of its epoch) unless it is of an epoch
+  // up to durable; drops those up to durable. REQUIRES: the node's mu held.
+  void KeepLocked(Batches* m, uint64_t durable, std::shared_ptr<const pb::Batch> batch);
+  void DropThroughLocked(Batches* m, uint64_t epoch);
+  static std::vector<std::shared_ptr<const pb::Batch>> After(const Batches& m, uint64_t epoch);
 
   const uint32_t self_;
   const uint64_t max_message_bytes_;
   std::vector<std::unique_ptr<Node>> nodes_;  // by node id; null for self
-  std::atomic<uint64_t> message_bytes_{0}, dropped_messages_{0};
+  std::atomic<uint64_t> message_bytes_{0}, dropped_messages_{0}, batches_{0}, batch_bytes_{0};
 };
 
 }  // namespace detdb

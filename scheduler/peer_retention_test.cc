@@ -63,6 +63,15 @@ TEST(PeerRetention, BatchesAreKeptUntilTheNodesLogHoldsThem) {
   EXPECT_EQ(Epochs(r.SentAfter(1, 0)), (std::vector<uint64_t>{4, 5}));
   r.OnPeerDurable(0, 10);  // self, or unknown: ignored
   r.OnPeerDurable(7, 10);
+  // Counted (EngineStats.retained_batches): node 1's 4 and 5 both ways, node 2's five.
+  EXPECT_EQ(r.batches(), 9u);
+  EXPECT_GT(r.batch_bytes(), 0u);
+  r.OnSentBatch(2, B(0, 5));  // the same epoch again replaces, not adds
+  EXPECT_EQ(r.batches(), 9u);
+  r.OnPeerDurable(1, 5);
+  r.OnPeerDurable(2, 5);
+  EXPECT_EQ(r.batches(), 0u);
+  EXPECT_EQ(r.batch_bytes(), 0u);
 }
 
 TEST(PeerRetention, MessagesComeBackInWholeEpochsFromAnyEpochKept) {
