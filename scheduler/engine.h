@@ -440,6 +440,9 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // (ids in place, Validate), recomputing their derived fields; a rejoin
   // checks its own batches rebuilt from the peers' parts with it.
   absl::Status CheckBatchTxns(pb::Batch* batch, uint32_t seq) const;
+  // A part of our own batch as a peer returned it for our rejoin: what
+  // CheckPeerBatch checks (sequencer, epoch 1..max_epoch, size, txns).
+  absl::Status CheckOwnPart(pb::Batch* part, uint64_t max_epoch) const;
   // The parts of batch for every other node (whole txns touching its
   // partitions; empty parts too); null for self.
   std::vector<std::shared_ptr<pb::Batch>> Parts(const pb::Batch& batch) const;

@@ -21,6 +21,9 @@ constexpr auto kAskAgain = std::chrono::seconds(5);
 // results from the merged epoch on are asked for again (one refused as
 // early or over the held-reads budget is still kept by its sender).
 constexpr auto kNoProgress = std::chrono::seconds(3);
+// A peer answered reads and results only up to its durable epoch, which is
+// still below what we asked for: asked again after this long.
+constexpr auto kAskLagging = std::chrono::milliseconds(20);
 
 const char* KindName(pb::RejoinRequest::Kind k) {
   switch (k) {
@@ -91,9 +94,12 @@ void Engine::OnRejoinRequest(uint32_t node, const pb::RejoinRequest& req) {
             ": it restarted from an older checkpoint; restart every node"));
         break;
       }
-      PeerRetention::Messages m =
-          retention_->MessagesFrom(node, req.from_epoch(), std::max<uint64_t>(1, req.max_bytes()));
-      // Through the outbox: what is not durable here yet waits for it.
+      // Only epochs durable here: the outbox holds the later ones and sends
+      // them once durable, to the node's current incarnation (resending
+      // them would hold a copy more on every request, review finding 3).
+      PeerRetention::Messages m = retention_->MessagesFrom(node, req.from_epoch(),
+                                                           std::max<uint64_t>(1, req.max_bytes()), outbox_->durable() + 1);
+      // Through the outbox, under the same rule.
       for (auto& [to, r] : m.reads) outbox_->Resend(to, std::move(r));
       for (const pb::TxnResult& r : m.results) outbox_->ResendResult(node, r);
       reply.set_through_epoch(m.through);
@@ -197,6 +203,18 @@ absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> Engine::AskEveryPeer(pb::Rej
   return out;
 }
 
+absl::Status Engine::CheckOwnPart(pb::Batch* part, uint64_t max_epoch) const {
+  const uint32_t self = options_.peers->node_id();
+  if (part->sequencer_id() != self)
+    return absl::InvalidArgumentError(absl::StrCat("batch of sequencer ", part->sequencer_id()));
+  if (part->epoch() == 0 || part->epoch() > max_epoch)
+    return absl::InvalidArgumentError(absl::StrCat("batch of epoch ", part->epoch(), " (at most ", max_epoch, ")"));
+  if (const uint64_t most = EpochBatcher::kMaxBatchBytes + LargestTxnBytes(); part->ByteSizeLong() > most)
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch of ", part->ByteSizeLong(), " bytes (at most ", most, " bytes)"));
+  return CheckBatchTxns(part, self);
+}
+
 absl::Status Engine::Rejoin(const ClusterClock& clock) {
   if (options_.peers == nullptr || stage_ == nullptr)
     return absl::FailedPreconditionError("only a cluster node with an input log can rejoin a running cluster");
@@ -247,9 +265,18 @@ absl::Status Engine::RejoinSteps(const ClusterClock& clock) {
   pin.num_nodes = peers->num_nodes();
   pin.log_epoch = log_epoch_;
   pin.clock_origin = clock.origin_epoch;
+  // What an honest peer can hold of ours: up to the cluster's clock plus
+  // the window it takes peer batches in (review finding 3).
+  pin.max_epoch = std::min(ClockEpoch() + window_->window_epochs(), EpochBatcher::kMaxEpoch - 1);
   for (const auto& [node, r] : *states) {
     RejoinPeerState& ps = pin.peers[node];
-    for (const pb::Batch& b : r.received()) ps.received.push_back(std::make_shared<const pb::Batch>(b));
+    for (const pb::Batch& b : r.received()) {
+      auto part = std::make_shared<pb::Batch>(b);
+      if (absl::Status c = CheckOwnPart(part.get(), pin.max_epoch); !c.ok())
+        return absl::FailedPreconditionError(
+            absl::StrCat("rejoin: node ", node, " answers with a bad batch of ours: ", c.message()));
+      ps.received.push_back(std::move(part));
+    }
     ps.next_expected = r.next_expected();
     ps.durable = r.requester_durable();
   }
@@ -374,6 +401,7 @@ void Engine::PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, a
     uint64_t from = 0, chunk_start = 0, asked = 0;  // asked: the request id outstanding (0: none)
     bool done = false;
     Clock::time_point asked_at;
+    Clock::time_point not_before;  // after an answer that moved nothing (the peer's log lags)
   };
   std::vector<Cursor> c(n);
   for (Cursor& k : c) k.from = k.chunk_start = first_epoch;
@@ -414,11 +442,12 @@ void Engine::PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, a
           *error = absl::FailedPreconditionError(absl::StrCat("rejoin: node ", node, " answers: ", r->error()));
           return;
         }
+        if (r->through_epoch() <= k.from && !r->done()) k.not_before = now + kAskLagging;
         k.from = std::max(k.from, r->through_epoch());
         k.done = r->done();
       }
       // The merge reached the last chunk asked for: ask for the next.
-      if (!k.done && merged + 1 >= k.chunk_start) {
+      if (!k.done && merged + 1 >= k.chunk_start && now >= k.not_before) {
         pb::RejoinRequest req;
         req.set_kind(pb::RejoinRequest::MESSAGES);
         req.set_from_epoch(k.from);

@@ -84,6 +84,11 @@ void PeerOutbox::SetDurable(uint64_t epoch) {
   }
 }
 
+uint64_t PeerOutbox::durable() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return durable_;
+}
+
 uint64_t PeerOutbox::held() const {
   std::lock_guard<std::mutex> l(mu_);
   return held_count_;

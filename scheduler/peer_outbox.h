@@ -58,7 +58,8 @@ class PeerOutbox final : public Transport {
   void Resend(PartitionId to, pb::RemoteReads msg);
   void ResendResult(uint32_t node, const pb::TxnResult& result);
 
-  uint64_t held() const;  // messages waiting now
+  uint64_t held() const;     // messages waiting now
+  uint64_t durable() const;  // the epoch SetDurable last gave (0 before)
   bool holding() const { return holding_.load(std::memory_order_acquire); }
   // Called (without the lock) when a message starts to wait while none
   // did: the log should not wait for its lazy deadline. REQUIRES: before

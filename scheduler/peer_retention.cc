@@ -161,7 +161,8 @@ std::vector<std::shared_ptr<const pb::Batch>> PeerRetention::ReceivedAfter(uint3
   return After(n.received, epoch);
 }
 
-PeerRetention::Messages PeerRetention::MessagesFrom(uint32_t node, uint64_t from, uint64_t max_bytes) const {
+PeerRetention::Messages PeerRetention::MessagesFrom(uint32_t node, uint64_t from, uint64_t max_bytes,
+                                                    uint64_t until) const {
   const Node& n = *nodes_.at(node);
   std::lock_guard<std::mutex> l(n.mu);
   Messages out;
@@ -169,6 +170,10 @@ PeerRetention::Messages PeerRetention::MessagesFrom(uint32_t node, uint64_t from
   uint64_t bytes = 0;
   auto it = n.messages.lower_bound(from);
   for (; it != n.messages.end(); ++it) {
+    if (it->first >= until) {
+      out.through = std::max(from, until);  // nothing kept in [through, until)
+      break;
+    }
     if (bytes >= max_bytes && bytes > 0) break;
     for (const auto& r : it->second.reads) {
       out.reads.push_back(r);

@@ -78,9 +78,10 @@ class PeerRetention {
     uint64_t through = 0;  // every kept message of epochs in [from, through) is above
     bool done = false;     // nothing kept at or after through
   };
-  // The kept messages for node of epochs from `from` on, whole epochs, at
-  // least one epoch and about max_bytes at most.
-  Messages MessagesFrom(uint32_t node, uint64_t from, uint64_t max_bytes) const;
+  // The kept messages for node of epochs from `from` on and below `until`,
+  // whole epochs, at least one epoch (if any is kept below until) and about
+  // max_bytes at most.
+  Messages MessagesFrom(uint32_t node, uint64_t from, uint64_t max_bytes, uint64_t until = UINT64_MAX) const;
 
   uint64_t message_bytes() const { return message_bytes_.load(std::memory_order_relaxed); }
   // Batches (sent and received parts) kept now, and their serialized bytes.

@@ -89,6 +89,17 @@ TEST(PeerRetention, MessagesComeBackInWholeEpochsFromAnyEpochKept) {
   EXPECT_EQ(all.results.size(), 6u);
   EXPECT_EQ(all.through, 9u);
   EXPECT_TRUE(all.done);
+  // Only below `until` (the epochs durable on the sender, whose outbox sends
+  // the later ones itself): not done, through exactly until.
+  PeerRetention::Messages durable = r.MessagesFrom(0, 3, 1 << 20, /*until=*/6);
+  EXPECT_EQ(durable.reads.size(), 6u);
+  EXPECT_EQ(durable.results.size(), 3u);
+  EXPECT_EQ(durable.through, 6u);
+  EXPECT_FALSE(durable.done);
+  PeerRetention::Messages below = r.MessagesFrom(0, 6, 1 << 20, /*until=*/6);
+  EXPECT_TRUE(below.reads.empty());
+  EXPECT_EQ(below.through, 6u);
+  EXPECT_FALSE(below.done);
   // In small chunks: at least one whole epoch each, in order, nothing lost.
   uint64_t from = 3;
   size_t reads = 0, results = 0, chunks = 0;

@@ -21,6 +21,22 @@ absl::StatusOr<RejoinPlan> PlanRejoin(const RejoinPlanInput& in) {
     return absl::FailedPreconditionError(absl::StrCat(
         "node ", in.self, ": the input log ends at epoch ", in.log_epoch, ", before epoch ", in.clock_origin,
         " where the running cluster resumed: it lost epochs it held then; restart every node"));
+  const uint64_t max_epoch = std::min(in.max_epoch, EpochBatcher::kMaxEpoch - 1);
+  for (const auto& [node, st] : in.peers) {
+    // Bounds first: a wrong answer must not make us allocate an epoch each
+    // up to it, or start our sequencer where the peers refuse its batches.
+    if (st.next_expected > max_epoch + 1)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node ", in.self, ": node ", node, " answers that it received our batches up to epoch ",
+          st.next_expected - 1, ", beyond epoch ", max_epoch, " (the cluster's clock plus the peer window): a bad "
+          "answer (a bug or a forgery); restart every node"));
+    for (const auto& b : st.received)
+      if (b->epoch() == 0 || b->epoch() > max_epoch)
+        return absl::FailedPreconditionError(absl::StrCat(
+            "node ", in.self, ": node ", node, " answers with our batch of epoch ", b->epoch(),
+            ", outside epochs 1..", max_epoch, " (the cluster's clock plus the peer window): a bad answer (a bug or "
+            "a forgery); restart every node"));
+  }
   uint64_t peers_high = 0;  // the highest epoch of ours any peer received
   for (const auto& [node, st] : in.peers) {
     if (st.durable > in.log_epoch)

@@ -24,7 +24,12 @@
 //
 // Refused (FailedPrecondition naming the peer): a log that ends before the
 // cluster's resume epoch, or before the durable epoch a peer heard from
-// this node (the log lost durable epochs: restart the whole cluster).
+// this node (the log lost durable epochs: restart the whole cluster); a
+// peer's answer beyond max_epoch (next_expected - 1 or a batch's epoch: no
+// honest peer holds an epoch the cluster's clock has not reached, give or
+// take the peer window), checked before anything is allocated.
+//
+// Thread-safety: a pure function (no state).
 #ifndef DETDB_SCHEDULER_REJOIN_PLAN_H_
 #define DETDB_SCHEDULER_REJOIN_PLAN_H_
 
@@ -36,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "common/types.h"
 #include "proto/detdb.pb.h"
+#include "sequencer/epoch_batcher.h"
 
 namespace detdb {
 
@@ -50,6 +56,9 @@ struct RejoinPlanInput {
   uint32_t self = 0, num_nodes = 0;
   uint64_t log_epoch = 0;     // the rejoiner's log: last complete epoch
   uint64_t clock_origin = 0;  // the epoch the cluster last resumed after
+  // The highest epoch of ours a peer may hold: the cluster clock's epoch
+  // plus the peer window (Engine::ClockEpoch, PeerWindowEpochs).
+  uint64_t max_epoch = EpochBatcher::kMaxEpoch - 1;
   std::map<uint32_t, RejoinPeerState> peers;  // every other node
 };
 

@@ -155,5 +155,37 @@ TEST(RejoinPlan, TwoVersionsOfATxnAreRefused) {
   EXPECT_FALSE(PlanRejoin(in).ok());
 }
 
+// A peer's answer beyond the cluster's clock plus the peer window is
+// refused before anything is planned: next_expected = 2^40 would allocate
+// a batch per epoch up to it (out of memory), a smaller lie would start our
+// sequencer where every peer refuses its batches (review finding 3).
+TEST(RejoinPlan, AnAnswerBeyondTheClusterClockIsRefused) {
+  RejoinPlanInput in = Input(10, 0);
+  in.max_epoch = 1000;
+  in.peers[0].next_expected = 12;
+  in.peers[0].received = {Part(11, {0})};
+  in.peers[2].next_expected = uint64_t{1} << 40;
+  auto plan = PlanRejoin(in);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition) << plan.status();
+  EXPECT_NE(plan.status().message().find("node 2 answers that it received our batches up to epoch"),
+            std::string::npos)
+      << plan.status();
+  in.peers[2].next_expected = 1002;  // just beyond
+  EXPECT_EQ(PlanRejoin(in).status().code(), absl::StatusCode::kFailedPrecondition);
+  in.peers[2].next_expected = 1001;  // at the bound: taken
+  auto at = PlanRejoin(in);
+  ASSERT_TRUE(at.ok()) << at.status();
+  EXPECT_EQ(at->horizon, 1000u);
+  // A batch of an epoch beyond, or of epoch 0.
+  in.peers[2].next_expected = 12;
+  in.peers[2].received = {Part(1001, {1})};
+  auto far = PlanRejoin(in);
+  EXPECT_EQ(far.status().code(), absl::StatusCode::kFailedPrecondition) << far.status();
+  EXPECT_NE(far.status().message().find("node 2 answers with our batch of epoch 1001"), std::string::npos)
+      << far.status();
+  in.peers[2].received = {Part(0, {})};
+  EXPECT_EQ(PlanRejoin(in).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace detdb
