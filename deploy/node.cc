@@ -251,9 +251,12 @@ absl::Status Node::Start() {
           "it cannot rejoin; restart every node"));
     LOG(INFO) << "node " << options_.node_id << ": the other nodes run (cluster resumed after epoch "
               << (*running)->origin_epoch << "): rejoining";
-    net_->SetRunning(**running);
+    // Not running before it caught up: a node restarting meanwhile is
+    // refused rather than counting on our state (review finding 2).
+    net_->SetRejoining(**running);
     absl::Status s = engine_->Rejoin(**running);
     if (!s.ok()) return s;
+    net_->SetRunning(**running);
     return Ready();
   }
   std::optional<uint64_t> resume, checkpoint;

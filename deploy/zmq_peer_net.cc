@@ -71,6 +71,7 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
   net->expected_seq_.assign(net->num_nodes_, 1);
   net->incarnation_of_.assign(net->num_nodes_, 0);
   net->running_of_.assign(net->num_nodes_, false);
+  net->rejoining_of_.assign(net->num_nodes_, false);
   net->clock_of_.assign(net->num_nodes_, ClusterClock{});
   try {
     net->pull_ = std::make_unique<zmq::socket_t>(net->ctx_, zmq::socket_type::pull);
@@ -151,10 +152,11 @@ pb::PeerMessage ZmqPeerNet::MakeHello() {
   for (uint64_t e : checkpoint_epochs_) h->add_checkpoint_epochs(e);
   h->set_log_starts_later(!log_from_start_);
   for (const auto& [name, value] : options_.settings) (*h->mutable_settings())[name] = value;
-  if (running_.has_value()) {
-    h->set_running(true);
-    h->set_start_us(running_->start_us);
-    h->set_clock_origin_epoch(running_->origin_epoch);
+  if (const std::optional<ClusterClock>& clock = running_.has_value() ? running_ : rejoining_; clock.has_value()) {
+    h->set_running(running_.has_value());
+    h->set_rejoining(!running_.has_value());
+    h->set_start_us(clock->start_us);
+    h->set_clock_origin_epoch(clock->origin_epoch);
   }
   return m;
 }
@@ -162,16 +164,22 @@ pb::PeerMessage ZmqPeerNet::MakeHello() {
 void ZmqPeerNet::SetRunning(const ClusterClock& clock) {
   std::lock_guard<std::mutex> l(hello_mu_);
   running_ = clock;
+  rejoining_.reset();
+}
+
+void ZmqPeerNet::SetRejoining(const ClusterClock& clock) {
+  std::lock_guard<std::mutex> l(hello_mu_);
+  rejoining_ = clock;
 }
 
 absl::StatusOr<std::optional<ClusterClock>> ZmqPeerNet::running_cluster() {
   std::lock_guard<std::mutex> l(hello_mu_);
-  std::string running, starting;
+  std::string running, rejoining, starting;  // node lists, "1, 2"
   std::optional<ClusterClock> clock;
   for (uint32_t n = 0; n < num_nodes_; ++n) {
     if (n == options_.node_id) continue;
-    absl::StrAppend(running_of_[n] ? &running : &starting, running_of_[n] ? (running.empty() ? "" : ", ")
-                                                                           : (starting.empty() ? "" : ", "), n);
+    std::string* list = running_of_[n] ? &running : rejoining_of_[n] ? &rejoining : &starting;
+    absl::StrAppend(list, list->empty() ? "" : ", ", n);
     if (!running_of_[n]) continue;
     if (!clock.has_value()) {
       clock = clock_of_[n];
@@ -181,6 +189,11 @@ absl::StatusOr<std::optional<ClusterClock>> ZmqPeerNet::running_cluster() {
                    << " us, origin epoch " << clock->origin_epoch << "): taking the latter";
     }
   }
+  if (!rejoining.empty())
+    return absl::FailedPreconditionError(absl::StrCat(
+        rejoining.find(',') == std::string::npos ? "node " : "nodes ", rejoining,
+        rejoining.find(',') == std::string::npos ? " is" : " are", " still rejoining as node ", options_.node_id,
+        " starts (a rejoin takes one restarted node at a time); restart every node"));
   if (running.empty()) return std::optional<ClusterClock>();
   if (!starting.empty())
     return absl::FailedPreconditionError(absl::StrCat(
@@ -555,6 +568,7 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
                                               m.hello().checkpoint_epochs().end());
         from_start_of_[m.from_node()] = !m.hello().log_starts_later();
         running_of_[m.from_node()] = m.hello().running();
+        rejoining_of_[m.from_node()] = m.hello().rejoining();
         clock_of_[m.from_node()] = ClusterClock{m.hello().start_us(), m.hello().clock_origin_epoch()};
       }
       else

@@ -165,13 +165,18 @@ class ZmqPeerNet final : public PeerLink {
   // After Handshake returned OK: the running cluster's clock when every
   // other node said in its Hello that it runs (this node restarted while
   // they kept running: it must rejoin, Engine::Rejoin); nullopt when none
-  // did (a cluster start). FailedPrecondition when some run and some start
-  // (more than one node restarted: restart every node).
+  // did (a cluster start). FailedPrecondition when some run and some start,
+  // or when a node is still rejoining (more than one node restarted:
+  // restart every node).
   absl::StatusOr<std::optional<ClusterClock>> running_cluster();
-  // From now on our Hellos say that this node runs on `clock` (set once the
-  // nodes agreed where to resume; a node that restarts later rejoins).
-  // Thread-safe.
+  // From now on our Hellos say that this node runs on `clock`: set once the
+  // nodes agreed where to resume (a node that restarts later rejoins), or
+  // once this node's rejoin is done. Thread-safe.
   void SetRunning(const ClusterClock& clock);
+  // From now on (until SetRunning) our Hellos say that this node rejoins
+  // the cluster running on `clock`: a node that restarts meanwhile is
+  // refused (running_cluster). Thread-safe.
+  void SetRejoining(const ClusterClock& clock);
   // Makes Handshake return Cancelled (now or when called). Thread-safe.
   void CancelHandshake();
   // Stops the receive thread and closes the sockets (pending frames to
@@ -275,8 +280,10 @@ class ZmqPeerNet final : public PeerLink {
   std::atomic<uint64_t> checkpoint_epoch_{0};      // ours, stamped on every message
   std::vector<uint64_t> peer_checkpoint_;          // receive thread only: last seen per sender
   std::vector<bool> running_of_;                   // guarded by hello_mu_: each node's Hello.running
+  std::vector<bool> rejoining_of_;                 // guarded by hello_mu_: each node's Hello.rejoining
   std::vector<ClusterClock> clock_of_;             // guarded by hello_mu_: each node's Hello clock
   std::optional<ClusterClock> running_;            // guarded by hello_mu_: ours (SetRunning)
+  std::optional<ClusterClock> rejoining_;          // guarded by hello_mu_: ours (SetRejoining, until SetRunning)
   std::string hello_error_;                        // guarded by hello_mu_
   bool hello_cancelled_ = false;                   // guarded by hello_mu_
 

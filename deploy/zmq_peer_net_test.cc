@@ -508,6 +508,48 @@ TEST(ZmqPeerNet, ARestartedPeerIsTakenAgainAndHearsThatTheClusterRuns) {
   restarted->Stop();
 }
 
+// A node that restarts while another is still rejoining (its Hello says
+// rejoining, not running) is refused: the second rejoin would count on a
+// node that has not caught up (review finding 2). Once that node runs, a
+// restart is a rejoin again.
+TEST(ZmqPeerNet, ARestartWhileAnotherNodeStillRejoinsIsRefused) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  p.net[0]->SetRejoining(ClusterClock{12345, 7});  // node 0 restarted and catches up
+  auto restart = [&](Recorder* rec) -> absl::StatusOr<std::optional<ClusterClock>> {
+    p.net[1]->Stop();  // node 1 dies and restarts
+    p.net[1].reset();
+    ZmqPeerNetOptions o;
+    o.config = c;
+    o.node_id = 1;
+    o.epoch_us = 1000;
+    auto n = ZmqPeerNet::Create(o);
+    if (!n.ok()) return n.status();
+    p.net[1] = std::move(*n);
+    p.net[1]->SetHandler(rec);
+    p.net[1]->RegisterReceiver(1, rec);
+    p.net[1]->SetRecoveredEpoch(0);
+    p.net[1]->Start();
+    if (auto h = p.net[1]->Handshake(milliseconds(10000)); !h.ok()) return h.status();
+    return p.net[1]->running_cluster();
+  };
+  Recorder first, second;
+  auto refused = restart(&first);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_NE(refused.status().message().find("node 0 is still rejoining"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("restart every node"), std::string::npos) << refused.status();
+  p.net[0]->SetRunning(ClusterClock{12345, 7});  // node 0 caught up
+  auto running = restart(&second);
+  ASSERT_TRUE(running.ok()) << running.status();
+  ASSERT_TRUE(running->has_value());
+  EXPECT_EQ((*running)->start_us, 12345u);
+  EXPECT_EQ((*running)->origin_epoch, 7u);
+  p.net[1]->Stop();
+}
+
 TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {
   const pb::ClusterConfig c = TwoNodes(1000);
   ZmqPeerNetOptions o;
