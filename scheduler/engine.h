@@ -105,6 +105,11 @@ struct EngineOptions {
   // the oldest are dropped and that node can no longer rejoin alone from
   // an older checkpoint.
   uint64_t rejoin_retention_bytes = 64u << 20;
+  // Cluster mode: a Rejoin that makes no progress this long (no peer
+  // answers; or no epoch merged, no txn of ours answered, no partition
+  // moved) fails with DeadlineExceeded naming the peer or the epoch,
+  // rather than waiting forever.
+  std::chrono::milliseconds rejoin_progress_timeout{60000};
   // Cluster mode: the link to the other nodes (must outlive the engine).
   // Only partitions with peers->NodeOf(p) == peers->node_id() are served
   // here; txn ids follow EpochBatcher::IdScheme::kEpochSequencer.
@@ -233,6 +238,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // refused until then. FailedPrecondition (naming the cause) when the
   // rejoin is impossible: a log that lost durable epochs, a peer that no
   // longer keeps what the checkpoint needs (restart every node then);
+  // DeadlineExceeded after rejoin_progress_timeout without progress;
   // Cancelled by CancelStart. docs/DURABILITY.md "Rejoining a running
   // cluster".
   absl::Status Rejoin(const ClusterClock& clock);

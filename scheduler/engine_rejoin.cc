@@ -178,10 +178,20 @@ absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> Engine::AskEveryPeer(pb::Rej
   auto forget = [&] {
     for (const auto& [n, id] : asked) ForgetRejoinRequest(id);
   };
+  const auto t0 = Clock::now();
   while (out.size() < asked.size()) {
     if (StartCancelled()) {
       forget();
       return absl::CancelledError("rejoin cancelled");
+    }
+    if (Clock::now() - t0 > options_.rejoin_progress_timeout) {
+      std::string silent;
+      for (const auto& [n, id] : asked)
+        if (!out.contains(n)) absl::StrAppend(&silent, silent.empty() ? "" : ", ", n);
+      forget();
+      return absl::DeadlineExceededError(absl::StrCat(
+          "rejoin (", KindName(request.kind()), "): no answer from node(s) ", silent, " after ",
+          options_.rejoin_progress_timeout.count(), " ms (down, or unreachable?); restart every node"));
     }
     for (const auto& [n, id] : asked) {
       if (out.contains(n)) continue;
@@ -367,8 +377,28 @@ absl::Status Engine::RejoinSteps(const ClusterClock& clock) {
     std::lock_guard<std::mutex> l(pump_mu);
     return pump_error;
   };
+  // Progress: an epoch merged, a txn of ours answered, a partition moved.
+  // None for rejoin_progress_timeout: a clear error, not a hang (review
+  // finding 4).
+  uint64_t last_progress = 0;
+  auto moved_at = Clock::now();
+  auto stalled = [&]() -> absl::Status {
+    uint64_t now_progress = merged_epoch() + replied_.load();
+    for (PartitionId p : local_) now_progress += schedulers_[p]->merged_epoch();
+    if (now_progress != last_progress) {
+      last_progress = now_progress;
+      moved_at = Clock::now();
+      return absl::OkStatus();
+    }
+    if (Clock::now() - moved_at <= options_.rejoin_progress_timeout) return absl::OkStatus();
+    return absl::DeadlineExceededError(absl::StrCat(
+        "rejoin: no progress for ", options_.rejoin_progress_timeout.count(), " ms at merged epoch ", merged_epoch(),
+        " (sequenced again up to epoch ", plan->horizon, "; ", replied_.load() - replied_before, " of our ", own,
+        " replayed txns answered): a txn waits for remote reads or a batch no peer sends; restart every node"));
+  };
   absl::Status s;
-  while ((s = failed()).ok() && !(merged_epoch() > plan->horizon && replied_.load() - replied_before >= own))
+  while ((s = failed()).ok() && (s = stalled()).ok() &&
+         !(merged_epoch() > plan->horizon && replied_.load() - replied_before >= own))
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   // Every txn up to the horizon released here: held at a boundary after it
   // until all merged before are (the pump goes on meanwhile).
@@ -379,6 +409,7 @@ absl::Status Engine::RejoinSteps(const ClusterClock& clock) {
                                              [&] { return !failed().ok(); }, [] {});
     if (held.ok()) break;
     s = failed();
+    if (s.ok()) s = stalled();
   }
   stop_pump.store(true, std::memory_order_release);
   pump.join();

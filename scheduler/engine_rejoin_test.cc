@@ -104,6 +104,7 @@ struct World {
     o.log.dir = "/log";
     o.log.fs = fs[n].get();
     o.log.segment_bytes = 32 << 10;
+    o.rejoin_progress_timeout = rejoin_timeout;
     if (checkpoints) o.checkpoint.dir = "/ckpt";
     // The writer stalls before its fsync while this node is `frozen` (a slow disk).
     o.log.crash_hook = [this, n](std::string_view point) {
@@ -118,6 +119,7 @@ struct World {
   }
 
   const bool checkpoints;
+  std::chrono::milliseconds rejoin_timeout{60000};  // for engines made from now on
   std::atomic<int> frozen{-1};
   ProcedureRegistry procs;
   ModPartitioner parts{kNodes};
@@ -399,6 +401,36 @@ INSTANTIATE_TEST_SUITE_P(
       return absl::StrCat("seed", info.param.seed, info.param.detach_first ? "_detach_first" : "_crash_first",
                           info.param.checkpoints ? "_checkpoints" : "");
     });
+
+// A peer that never answers (a second failure, or unreachable): the
+// rejoin fails naming it after rejoin_progress_timeout, where it waited
+// forever before (review finding 4).
+TEST(EngineRejoin, APeerThatNeverAnswersFailsTheRejoinNamingIt) {
+  World w(false);
+  for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
+  {
+    const uint64_t start_us = NowMicros() + 20000;
+    std::vector<absl::Status> st(kNodes);
+    std::vector<std::thread> t;
+    for (uint32_t n = 0; n < kNodes; ++n) t.emplace_back([&, n] { st[n] = w.engines[n]->Start(start_us); });
+    for (auto& th : t) th.join();
+    for (const absl::Status& s : st) ASSERT_TRUE(s.ok()) << s;
+  }
+  while (w.engines[0]->open_epoch() < 20) std::this_thread::sleep_for(milliseconds(1));
+  const uint32_t dead = 0, silent = 2;
+  w.hub.Detach(dead);
+  (void)w.engines[dead]->Stop(milliseconds(0));
+  w.engines[dead].reset();
+  w.hub.Detach(silent);  // from now on it neither hears nor answers
+  Engine* live = w.engines[1].get();
+  w.rejoin_timeout = milliseconds(300);
+  w.engines[dead] = w.Make(dead);
+  ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
+  w.hub.Attach(dead);
+  const absl::Status s = w.engines[dead]->Rejoin(live->clock());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_NE(s.message().find("no answer from node(s) 2 after 300 ms"), std::string::npos) << s;
+}
 
 // ---- Review finding 1: a replay longer than the peer window.
 
