@@ -445,7 +445,14 @@ void Engine::PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, a
       last_merged = merged;
       moved_at = now;
     } else if (now - moved_at > kNoProgress) {
-      const uint64_t again = std::max(first_epoch, merged > 1 ? merged - 1 : 1);
+      // From the oldest txn still waiting for remote reads (the merge may
+      // have run hundreds of epochs past it before it stopped), else from
+      // just below the merge (review finding 4).
+      uint64_t again = merged > 1 ? merged - 1 : 1;
+      for (PartitionId p : local_)
+        if (const TxnId oldest = schedulers_[p]->OldestAwaitingReads(); oldest != 0)
+          again = std::min(again, EpochBatcher::IdEpoch(oldest));
+      again = std::max(first_epoch, again);
       LOG(INFO) << "rejoin: the merge stays at epoch " << merged << ": asking again for reads and results from epoch "
                 << again;
       for (Cursor& k : c) {
