@@ -59,7 +59,8 @@ DEFINE_int32(log_lazy_sync_ms, 20,
              "this many ms (0: every epoch synced at once, as before)");
 DEFINE_uint64(rejoin_retention_mb, 64,
               "Per other node, MiB of the remote reads and results sent to it since the newest checkpoint every node "
-              "holds, kept so that it can rejoin alone after a crash (docs/DURABILITY.md)");
+              "holds, kept so that it can rejoin alone after a crash (docs/DURABILITY.md); 0: none kept, no node "
+              "can rejoin alone (a restarted node needs a restart of every node); at most 16777216");
 DEFINE_uint32(checkpoint_interval_s, 0,
               "With --data_dir: take a checkpoint (DIR/ckpt) every this many seconds of epochs, at the same epochs "
               "on every node, and cut the input log behind the older kept one (0: only on request, detdb-ctl "
@@ -135,6 +136,10 @@ int main(int argc, char** argv) {
   o.engine.lock.table_size = FLAGS_table_size;
   o.engine.max_pending = FLAGS_max_pending;
   o.engine.max_pending_bytes = FLAGS_max_pending_bytes;
+  if (FLAGS_rejoin_retention_mb > (uint64_t{1} << 24)) {
+    fprintf(stderr, "detdb: --rejoin_retention_mb must be at most 16777216 (16 TiB)\n");
+    return 2;
+  }
   o.engine.rejoin_retention_bytes = FLAGS_rejoin_retention_mb << 20;
   o.engine.max_keys_per_txn = FLAGS_max_keys_per_txn;
   o.engine.record_history = FLAGS_record_history;
