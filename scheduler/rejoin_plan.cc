@@ -8,11 +8,15 @@
 namespace detdb {
 
 namespace {
+// What decides how a txn executes and whom it answers (as BatchHash in
+// engine_peers.cc, plus the client), the table op included.
 bool SameTxn(const pb::Txn& a, const pb::Txn& b) {
   return a.id() == b.id() && a.type() == b.type() && a.args() == b.args() &&
          std::equal(a.read_set().begin(), a.read_set().end(), b.read_set().begin(), b.read_set().end()) &&
          std::equal(a.write_set().begin(), a.write_set().end(), b.write_set().begin(), b.write_set().end()) &&
-         a.client_id() == b.client_id() && a.client_seq() == b.client_seq();
+         a.client_id() == b.client_id() && a.client_seq() == b.client_seq() &&
+         a.has_table_op() == b.has_table_op() &&
+         (!a.has_table_op() || a.table_op().SerializeAsString() == b.table_op().SerializeAsString());
 }
 }  // namespace
 

@@ -153,6 +153,22 @@ TEST(RejoinPlan, TwoVersionsOfATxnAreRefused) {
   foreign->set_sequencer_id(0);  // not ours
   in.peers[2].received = {foreign};
   EXPECT_FALSE(PlanRejoin(in).ok());
+  // Two bulk loads that differ only in their rows (review finding 15).
+  auto load = [](const std::string& value) {
+    auto b = std::make_shared<pb::Batch>(*Part(11, {0}));
+    pb::TableOp* op = b->mutable_txns(0)->mutable_table_op();
+    op->set_kind(pb::TableOp::BULK_LOAD);
+    op->set_table(1);
+    pb::KeyValue* row = op->add_rows();
+    row->set_key(7);
+    row->set_value(value);
+    return b;
+  };
+  in.peers[0].received = {load("aaaaaaaa")};
+  in.peers[2].received = {load("bbbbbbbb")};
+  EXPECT_EQ(PlanRejoin(in).status().code(), absl::StatusCode::kDataLoss);
+  in.peers[2].received = {load("aaaaaaaa")};
+  EXPECT_TRUE(PlanRejoin(in).ok());
 }
 
 // A peer's answer beyond the cluster's clock plus the peer window is
