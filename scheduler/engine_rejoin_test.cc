@@ -105,6 +105,7 @@ struct World {
     o.log.fs = fs[n].get();
     o.log.segment_bytes = 32 << 10;
     o.rejoin_progress_timeout = rejoin_timeout;
+    o.rejoin_retention_bytes = retention_bytes;
     if (checkpoints) o.checkpoint.dir = "/ckpt";
     // The writer stalls before its fsync while this node is `frozen` (a slow disk).
     o.log.crash_hook = [this, n](std::string_view point) {
@@ -120,6 +121,7 @@ struct World {
 
   const bool checkpoints;
   std::chrono::milliseconds rejoin_timeout{60000};  // for engines made from now on
+  uint64_t retention_bytes = 64u << 20;             // likewise
   std::atomic<int> frozen{-1};
   ProcedureRegistry procs;
   ModPartitioner parts{kNodes};
@@ -430,6 +432,49 @@ TEST(EngineRejoin, APeerThatNeverAnswersFailsTheRejoinNamingIt) {
   const absl::Status s = w.engines[dead]->Rejoin(live->clock());
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_NE(s.message().find("no answer from node(s) 2 after 300 ms"), std::string::npos) << s;
+}
+
+// The peers no longer keep the reads and results the restarted node's
+// replay needs (no checkpoint: it replays from epoch 1; they kept only
+// rejoin_retention_bytes): the rejoin is refused naming the peer, within
+// the catch-up, not after a hang (review finding 8a).
+TEST(EngineRejoin, PeersThatDroppedWhatTheReplayNeedsRefuseTheRejoin) {
+  World w(false);
+  w.retention_bytes = 4 << 10;
+  for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
+  {
+    const uint64_t start_us = NowMicros() + 20000;
+    std::vector<absl::Status> st(kNodes);
+    std::vector<std::thread> t;
+    for (uint32_t n = 0; n < kNodes; ++n) t.emplace_back([&, n] { st[n] = w.engines[n]->Start(start_us); });
+    for (auto& th : t) th.join();
+    for (const absl::Status& s : st) ASSERT_TRUE(s.ok()) << s;
+  }
+  const uint32_t dead = 0;
+  {
+    std::vector<std::unique_ptr<Feeder>> feeders;
+    for (uint32_t n = 0; n < kNodes; ++n) {
+      feeders.push_back(std::make_unique<Feeder>(&w, n, 77 + n));
+      feeders.back()->Start();
+    }
+    // Far more reads and results than 4 KiB went to the node meanwhile:
+    // its peers dropped the oldest (the cap).
+    for (int i = 0; i < 60000 && Answered(w.answers[dead].get()) < 300; ++i) std::this_thread::sleep_for(milliseconds(1));
+    ASSERT_GE(Answered(w.answers[dead].get()), 300);
+    for (auto& f : feeders) f->Stop();
+  }
+  w.hub.Detach(dead);
+  (void)w.engines[dead]->Stop(milliseconds(0));
+  w.engines[dead].reset();
+  Engine* live = w.engines[1].get();
+  w.engines[dead] = w.Make(dead);
+  ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
+  w.hub.Attach(dead);
+  const absl::Status s = w.engines[dead]->Rejoin(live->clock());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("keeps the remote reads and results it sent to node 0 from epoch"), std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("restart every node"), std::string::npos) << s;
 }
 
 // ---- Review finding 1: a replay longer than the peer window.
