@@ -510,6 +510,13 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
                               " of this node, which is at ", incarnation_, " (queued before this process started)"));
   bool heard = false, restarted = false;  // a Hello of a new incarnation of the sender
   if (m.incarnation() != incarnation_of_[from]) {
+    if (m.has_hello() && m.incarnation() < incarnation_of_[from]) {
+      // Not normal: a restarted node whose clock stepped back (incarnations
+      // are start times) would never be heard (review finding 12).
+      LOG_EVERY_T(WARNING, 10) << "a Hello of node " << from << "'s incarnation " << m.incarnation()
+                               << ", older than its incarnation " << incarnation_of_[from]
+                               << " heard before: dropped (did its clock step back? restart it later)";
+    }
     if (!m.has_hello() || m.incarnation() < incarnation_of_[from])
       return stale(absl::StrCat("frame of incarnation ", m.incarnation(), " of node ", from, ", which is at ",
                                 incarnation_of_[from], " (an earlier process's, or one before its Hello)"));
