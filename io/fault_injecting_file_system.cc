@@ -86,6 +86,7 @@ absl::StatusOr<std::unique_ptr<AppendableFile>> FaultInjectingFileSystem::NewApp
 absl::Status FaultInjectingFileSystem::AppendTo(Node* node, uint64_t generation, const std::string& path,
                                                 std::string_view data) {
   std::lock_guard<std::mutex> l(mu_);
+  ++appends_;
   if (generation != generation_) {
     return absl::FailedPreconditionError(absl::StrCat("write ", path, ": the process crashed (simulated)"));
   }
@@ -326,6 +327,11 @@ absl::Status FaultInjectingFileSystem::FlipBit(const std::string& path, uint64_t
   n.data[offset] ^= mask;
   if (offset < n.durable.size()) n.durable[offset] ^= mask;
   return absl::OkStatus();
+}
+
+int64_t FaultInjectingFileSystem::appends() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return appends_;
 }
 
 int64_t FaultInjectingFileSystem::syncs() const {

@@ -84,6 +84,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   // Flips one bit of the file, in memory and "on disk" alike (bit rot).
   absl::Status FlipBit(const std::string& path, uint64_t offset, int bit);
   int64_t syncs() const;         // successful
+  int64_t appends() const;       // Append calls that reached the file system (write calls)
   int64_t failed_syncs() const;
 
  private:
@@ -104,6 +105,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   int64_t fail_after_ = -1;  // successes left before Sync fails for good; -1: off
   uint64_t space_limit_ = 0;
   int64_t syncs_ = 0;
+  int64_t appends_ = 0;
   int64_t failed_syncs_ = 0;
 };
 

@@ -259,10 +259,17 @@ absl::Status Engine::Validate(const pb::Txn& txn, bool from_peer) const {
   if (static_cast<size_t>(txn.read_set_size() + txn.write_set_size()) > options_.max_keys_per_txn)
     return absl::InvalidArgumentError(absl::StrCat("txn has ", txn.read_set_size() + txn.write_set_size(),
                                                    " keys; the limit is ", options_.max_keys_per_txn));
+  const KeyCover cover = procedures_->key_cover();
   for (const auto* set : {&txn.read_set(), &txn.write_set()}) {
     for (Key k : *set) {
       if (schema()->GetTable(KeyTable(k)) == nullptr)
         return absl::InvalidArgumentError(absl::StrCat("key ", k, " names unknown table ", KeyTable(k)));
+      // A covered key is locked through its cover only (procedure.h): the
+      // key's own lock would not keep out the txns that hold the cover and
+      // read or scan it, so their results would depend on timing.
+      if (cover != nullptr && cover(k) != k)
+        return absl::InvalidArgumentError(
+            absl::StrCat("key ", k, " is covered by key ", cover(k), ": declare the cover, not the key"));
       if (partitioner_->PartitionOf(k) >= stores_.size())
         return absl::InvalidArgumentError(absl::StrCat("key ", k, " is outside every partition"));
       if (options_.key_check) {

@@ -4,7 +4,8 @@
 // locks meanwhile. Every result and the final digests equal the serial
 // executor's on the same order, under every intent lock implementation;
 // no scan ever sees a torn record (every value the txns write is 64 copies
-// of one word).
+// of one word). The wide table is also run as an ordered table (a B+tree:
+// truncate retires the tree, bulk load inserts into it, the scan walks it).
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -55,9 +56,10 @@ absl::Status WideProcedure(TxnContext* ctx, std::string* result) {
   return absl::OkStatus();
 }
 
-absl::Status LoadTables(PartitionStore* store, const Partitioner& parts, PartitionId p) {
+absl::Status LoadTables(PartitionStore* store, const Partitioner& parts, PartitionId p, bool ordered = false) {
   if (absl::Status s = LoadCounterTable(store, parts, p, kRecordsPerPartition); !s.ok()) return s;
-  auto t = store->CreateTable({.id = kWideTable, .name = "wide", .value_size = kWideBytes, .expected_records = 64});
+  auto t = store->CreateTable(
+      {.id = kWideTable, .name = "wide", .value_size = kWideBytes, .expected_records = 64, .ordered = ordered});
   if (!t.ok()) return t.status();
   for (uint64_t r = 0; r < kWideRows / 2; ++r) {
     const Key k = MakeKey(kWideTable, r);
@@ -110,9 +112,11 @@ std::vector<pb::Txn> MixedTxns(uint64_t seed, int n, uint32_t partitions, uint64
 struct Case {
   std::string intent_locks, lock_manager;
   uint32_t partitions;
+  bool ordered = false;  // the wide table is a B+tree
 };
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.intent_locks << ", " << c.lock_manager << ", " << c.partitions << " partitions";
+  *os << c.intent_locks << ", " << c.lock_manager << ", " << c.partitions << " partitions"
+      << (c.ordered ? ", ordered" : "");
 }
 
 class EngineTableOpsTest : public ::testing::TestWithParam<Case> {};
@@ -137,7 +141,9 @@ TEST_P(EngineTableOpsTest, TableOpsAndScansWhileTxnsRunEqualTheSerialExecutor) {
   o.record_history = true;
   auto engine = Engine::Create(o, &parts, &procs);
   ASSERT_TRUE(engine.ok()) << engine.status();
-  for (PartitionId p = 0; p < c.partitions; ++p) ASSERT_TRUE(LoadTables((*engine)->store(p), parts, p).ok());
+  for (PartitionId p = 0; p < c.partitions; ++p)
+    ASSERT_TRUE(LoadTables((*engine)->store(p), parts, p, c.ordered).ok());
+  ASSERT_EQ((*engine)->store(0)->GetTable(kWideTable)->ordered(), c.ordered);
   ResultCollector client;
   const uint64_t client_id = (*engine)->RegisterClient(&client);
   const int n = TxnsPerRun();
@@ -173,7 +179,7 @@ TEST_P(EngineTableOpsTest, TableOpsAndScansWhileTxnsRunEqualTheSerialExecutor) {
   std::vector<PartitionStore*> raw;
   for (PartitionId p = 0; p < c.partitions; ++p) {
     stores.push_back(std::make_unique<PartitionStore>());
-    ASSERT_TRUE(LoadTables(stores.back().get(), parts, p).ok());
+    ASSERT_TRUE(LoadTables(stores.back().get(), parts, p, c.ordered).ok());
     raw.push_back(stores.back().get());
   }
   SerialExecutor serial(&parts, &procs, raw);
@@ -186,6 +192,15 @@ TEST_P(EngineTableOpsTest, TableOpsAndScansWhileTxnsRunEqualTheSerialExecutor) {
       ASSERT_EQ(got.result(), want.result()) << "txn " << t.id();
       table_ops += t.has_table_op();
       committed += want.status() == pb::STATUS_OK;
+      if (t.has_table_op() && t.table_op().kind() == pb::TableOp::TRUNCATE) {
+        for (PartitionStore* s : raw) {  // truncated means empty, by every way of looking
+          const Table* table = s->GetTable(t.table_op().table());
+          ASSERT_EQ(table->size(), 0u) << "txn " << t.id();
+          uint64_t rows = 0;
+          table->ForEachInKeyOrder([&rows](const Record&) { ++rows; });
+          ASSERT_EQ(rows, 0u) << "txn " << t.id();
+        }
+      }
     }
   }
   EXPECT_GT(table_ops, n / 150);
@@ -212,13 +227,15 @@ std::vector<Case> Cases() {
   for (const char* kind : {"lil", "sli", "queue"})
     for (const std::string& lm : LockManagerNames()) out.push_back({kind, lm, 2});
   for (const std::string& lm : LockManagerNames()) out.push_back({"lil", lm, 1});
+  for (const std::string& lm : LockManagerNames()) out.push_back({"lil", lm, 2, /*ordered=*/true});
+  out.push_back({"queue", LockManagerNames()[0], 2, /*ordered=*/true});
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(IntentLocksAndLockManagers, EngineTableOpsTest, ::testing::ValuesIn(Cases()),
                          [](const auto& info) {
                            return info.param.intent_locks + "_" + info.param.lock_manager + "_p" +
-                                  std::to_string(info.param.partitions);
+                                  std::to_string(info.param.partitions) + (info.param.ordered ? "_ordered" : "");
                          });
 
 TEST(EngineTableOps, RefusedUnlessAllowedAndValidated) {

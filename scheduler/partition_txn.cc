@@ -100,9 +100,15 @@ struct TableSet {
 // The TxnContext a procedure runs against at this partition.
 class TxnExecutor::ExecContext final : public TxnContext {
  public:
-  ExecContext(PartitionTxn* st, PartitionStore* store, KeyCover cover, const Partitioner* partitioner, PartitionId self,
-              IntentAgent* agent)
-      : st_(st), store_(store), cover_(cover), partitioner_(partitioner), self_(self), agent_(agent) {}
+  ExecContext(PartitionTxn* st, PartitionStore* store, KeyCover cover, RangeCover range_cover,
+              const Partitioner* partitioner, PartitionId self, IntentAgent* agent)
+      : st_(st),
+        store_(store),
+        cover_(cover),
+        range_cover_(range_cover),
+        partitioner_(partitioner),
+        self_(self),
+        agent_(agent) {}
   const pb::Txn& txn() const override { return *st_->txn; }
 
   absl::StatusOr<std::string_view> Read(Key key) override {
@@ -127,6 +133,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
 
   absl::Status Write(Key key, std::string_view value) override {
     absl::Status s = CheckWrite(key);
+    if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
     if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, &value);
     if (!s.ok()) return s;
     store_->Prefetch(key);  // its bucket, for applying the write after the procedure
@@ -142,6 +149,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
 
   absl::Status Delete(Key key) override {
     absl::Status s = CheckWrite(key);
+    if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
     if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, nullptr);
     if (!s.ok()) return s;
     BufferedWrite& w = Buffer(key);
@@ -159,6 +167,29 @@ class TxnExecutor::ExecContext final : public TxnContext {
     const Record* r = store_->Get(key);
     if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
     return std::string_view(r->value(), store_->GetTable(KeyTable(key))->value_size());
+  }
+
+  absl::Status Scan(Key lo, Key hi, bool reverse,
+                    absl::FunctionRef<bool(Key key, std::string_view value)> visit) override {
+    const Table* table = store_->GetTable(KeyTable(lo));
+    Key cover;
+    absl::Status s = CheckScanRange(range_cover_, table, lo, hi, &cover);
+    if (!s.ok()) return s;
+    if (!DeclaredWrite(cover) && FindRead(cover) == nullptr)
+      return absl::InvalidArgumentError(
+          absl::StrCat("scan of [", lo, ", ", hi, "]: its cover ", cover, " is not in the txn's read or write set"));
+    // Covered keys live on their cover's partition; another executor of a
+    // multi-partition txn has no copy (see Read).
+    if (partitioner_->PartitionOf(lo) != self_)
+      return absl::FailedPreconditionError(absl::StrCat("scanned range [", lo, ", ", hi, "] is not on this partition"));
+    IntentToRead(agent_, lo);  // IS on the partition and the table, as a covered read takes
+    std::vector<OwnWrite> own;
+    for (const BufferedWrite& w : st_->writes)
+      if (w.key >= lo && w.key <= hi) own.push_back(OwnWrite{w.key, std::string_view(w.value, w.size), w.erase});
+    ++scan_depth_;  // a depth: a visit may scan again
+    ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
+    --scan_depth_;
+    return absl::OkStatus();
   }
 
  private:
@@ -185,13 +216,25 @@ class TxnExecutor::ExecContext final : public TxnContext {
     if (cover_ == nullptr) return false;
     const Key c = cover_(key);
     if (c == key) return false;
-    return DeclaredWrite(c) || (!for_write && FindRead(c) != nullptr);
+    return DeclaredWriteCover(c) || (!for_write && FindRead(c) != nullptr);
+  }
+  // DeclaredWrite of a cover, remembering the last one found: a txn's
+  // covered writes mostly share one cover (New-Order's order rows).
+  bool DeclaredWriteCover(Key c) const {
+    if (has_write_cover_ && c == write_cover_) return true;
+    if (!DeclaredWrite(c)) return false;
+    has_write_cover_ = true;
+    write_cover_ = c;
+    return true;
   }
   absl::Status CheckWrite(Key key) const {
-    if (DeclaredWrite(key) || Covered(key, /*for_write=*/true)) return absl::OkStatus();
+    // The cover first: covered keys are rarely declared themselves.
+    if (Covered(key, /*for_write=*/true) || DeclaredWrite(key)) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's write set"));
   }
+  static uint64_t WriteBit(Key key) { return uint64_t{1} << ((key * 0x9E3779B97F4A7C15ull) >> 58); }
   BufferedWrite* FindWrite(Key key) {
+    if ((st_->write_filter & WriteBit(key)) == 0) return nullptr;
     if (st_->indexed) {
       auto it = st_->write_index.find(key);
       return it == st_->write_index.end() ? nullptr : &st_->writes[it->second];
@@ -202,6 +245,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   }
   BufferedWrite& Buffer(Key key) {
     if (BufferedWrite* w = FindWrite(key)) return *w;
+    st_->write_filter |= WriteBit(key);
     if (st_->indexed) st_->write_index.emplace(key, static_cast<uint32_t>(st_->writes.size()));
     st_->writes.push_back(BufferedWrite{key, nullptr, 0, false});
     return st_->writes.back();
@@ -210,9 +254,13 @@ class TxnExecutor::ExecContext final : public TxnContext {
   PartitionTxn* const st_;
   PartitionStore* const store_;
   const KeyCover cover_;
+  const RangeCover range_cover_;
   const Partitioner* const partitioner_;
   const PartitionId self_;
   IntentAgent* const agent_;
+  mutable bool has_write_cover_ = false;
+  mutable Key write_cover_ = 0;
+  int scan_depth_ = 0;  // Scans whose visits run now (nested ones too): no Write or Delete
 };
 
 void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<const void> owner) const {
@@ -244,6 +292,7 @@ void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<con
   st->writes.clear();
   st->arena.Reset();
   st->indexed = false;
+  st->write_filter = 0;
   st->table_op = txn->has_table_op();
   st->lt.id = txn->id();
   st->lt.reads = st->local_reads;
@@ -340,7 +389,7 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent
       std::sort(st->declared_writes.begin(), st->declared_writes.end());
       st->write_index.clear();
     }
-    ExecContext ctx(st, store_, procedures_->key_cover(), partitioner_, self_, agent);
+    ExecContext ctx(st, store_, procedures_->key_cover(), procedures_->range_cover(), partitioner_, self_, agent);
     s = proc(&ctx, &result);
   }
   if (s.ok() && procedures_->key_cover() != nullptr) {
@@ -357,14 +406,33 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent
   }
   if (s.ok()) {
     // Apply the local writes (Write() prefetched their buckets; prefetching
-    // their first records here as well measured no better).
+    // their first records here as well measured no better). A txn's rows of
+    // an ordered table are often adjacent (New-Order's lines): a hint per
+    // table lets each insert start at the leaf of the one before.
+    struct TableHint {
+      uint32_t table = ~0u;
+      OrderedIndex::Hint hint;
+    };
+    TableHint hints[4];
+    auto hint_for = [&hints](Key k) -> OrderedIndex::Hint* {
+      for (TableHint& h : hints) {
+        if (h.table == KeyTable(k)) return &h.hint;
+        if (h.table == ~0u) {
+          h.table = KeyTable(k);
+          return &h.hint;
+        }
+      }
+      return nullptr;
+    };
     for (const auto& w : st->writes) {
       if (partitioner_->PartitionOf(w.key) != self_) continue;
       if (w.erase) {
         store_->Erase(w.key);
         continue;
       }
-      Record* r = store_->Insert(w.key);  // the existing record, or a new one
+      const Table* t = store_->GetTable(KeyTable(w.key));
+      // The existing record, or a new one.
+      Record* r = store_->Insert(w.key, t != nullptr && t->ordered() ? hint_for(w.key) : nullptr);
       CHECK(r != nullptr) << "insert of key " << w.key << " failed";
       std::memcpy(r->value(), w.value, w.size);
     }

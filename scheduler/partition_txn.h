@@ -129,6 +129,9 @@ struct PartitionTxn {
     bool erase;   // a Delete
   };
   std::pmr::vector<BufferedWrite> writes;              // buffered by the procedure
+  // One bit per buffered key (WriteBit): a key whose bit is clear has no
+  // buffered write, so a new key's Write skips the search of `writes`.
+  uint64_t write_filter = 0;
   ByteArena arena;                                     // the buffered values
   // Large txns only (see kIndexAbove): reads sorted by key, declared write
   // keys sorted, and buffered writes by key, so Read/Write stay O(log n).

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/types.h"
@@ -48,6 +49,22 @@ class TxnContext {
   // implementation may start loading them, so that a procedure overlaps the
   // cache misses of several reads. No effect on results.
   virtual void Prefetch(std::span<const Key> keys) {}
+  // Visits the records of the keys in [lo, hi] of one ordered table
+  // (TableOptions::ordered) in increasing key order (decreasing if reverse)
+  // until visit(key, value) returns false. Like a covered read it sees the
+  // txn's own earlier writes and deletes in the range, and its views are
+  // valid until the procedure returns. The range must be covered (see
+  // RangeCover below) by a key of the txn's read or write set: that lock
+  // keeps every other txn out of the range while this one runs, so the
+  // scan sees what it would see in a serial execution. InvalidArgument if
+  // it is not, if lo > hi or the keys are of two tables, or if the table is
+  // not ordered; FailedPrecondition on an executor of another partition
+  // than the range's (as for a covered read, see below). visit may Read and
+  // Scan again, but a Write or Delete while any scan's visit runs fails with
+  // InvalidArgument, a bug in the procedure that aborts the txn (collect
+  // what to write, then write after the scan).
+  virtual absl::Status Scan(Key lo, Key hi, bool reverse,
+                            absl::FunctionRef<bool(Key key, std::string_view value)> visit) = 0;
 };
 
 // Covered keys. A workload may say that the lock of one key covers other
@@ -64,8 +81,21 @@ class TxnContext {
 // skip work whose writes would not be applied there anyway, provided its
 // outcome and result do not depend on it (TPC-C's Payment of a remote
 // customer skips the HISTORY insert on the customer's partition). Every txn
-// touching a covered key must lock its cover.
+// touching a covered key must lock its cover, and only the cover: the engine
+// refuses a txn that declares a covered key itself (Engine::Validate), whose
+// lock would not keep out the txns that hold the cover (a scan of the
+// cover's range would see its write or not, depending on timing).
 using KeyCover = Key (*)(Key key);
+
+// Covered ranges, for TxnContext::Scan: true, with *cover set, if one key's
+// lock covers every key of [lo, hi], i.e. KeyCover(k) == *cover != k for
+// every k in the range (the workload's keys must make that hold for the
+// whole interval, not just its ends: e.g. the range lies within one
+// district's rows of one table, and those are contiguous keys). Every txn
+// that inserts or deletes a key of the range locks *cover for writing
+// (the KeyCover rule), so a txn that holds *cover, even for reading, sees
+// the range change only by its own writes.
+using RangeCover = bool (*)(Key lo, Key hi, Key* cover);
 
 class Table;
 
@@ -73,6 +103,26 @@ class Table;
 // table (value == nullptr for a Delete). InvalidArgument if table is null
 // (no table KeyTable(key)) or the value has another size than its records.
 absl::Status CheckWriteTarget(const Table* table, Key key, const std::string_view* value);
+
+// For TxnContext implementations: Scan's checks of its arguments but the
+// lock (lo <= hi, one table, which exists and is ordered, and a covered
+// range); *cover: the key whose lock the txn must hold.
+absl::Status CheckScanRange(RangeCover range_cover, const Table* table, Key lo, Key hi, Key* cover);
+
+// For TxnContext implementations: the body of Scan once its checks passed.
+// Visits table's records of [lo, hi] (Table::Scan) merged with the txn's
+// own writes to the range (`own`, in any order; it is sorted here): a
+// buffered write replaces the stored value, a buffered delete hides it.
+struct OwnWrite {
+  Key key;
+  std::string_view value;  // ignored for a delete
+  bool erase;
+};
+void ScanWithOwnWrites(const Table& table, Key lo, Key hi, bool reverse, std::vector<OwnWrite>* own,
+                       absl::FunctionRef<bool(Key key, std::string_view value)> visit);
+// For TxnContext implementations: Write's and Delete's error while a Scan
+// visits (InvalidArgument).
+absl::Status WriteInScan();
 
 // result: what the client receives on commit.
 using Procedure = absl::Status (*)(TxnContext* ctx, std::string* result);
@@ -89,6 +139,9 @@ class ProcedureRegistry {
   // The workload's key cover (nullptr: no key covers another).
   void SetKeyCover(KeyCover cover) { cover_ = cover; }
   KeyCover key_cover() const { return cover_; }
+  // The workload's range cover (nullptr: no range may be scanned).
+  void SetRangeCover(RangeCover cover) { range_cover_ = cover; }
+  RangeCover range_cover() const { return range_cover_; }
 
  private:
   struct Entry {
@@ -97,6 +150,7 @@ class ProcedureRegistry {
   };
   std::vector<Entry> procs_;  // indexed by type
   KeyCover cover_ = nullptr;
+  RangeCover range_cover_ = nullptr;
 };
 
 }  // namespace detdb

@@ -14,9 +14,9 @@ namespace {
 
 class SerialContext final : public TxnContext {
  public:
-  SerialContext(const pb::Txn& txn, const Partitioner* partitioner, KeyCover cover,
+  SerialContext(const pb::Txn& txn, const Partitioner* partitioner, KeyCover cover, RangeCover range_cover,
                 const std::vector<PartitionStore*>& stores)
-      : txn_(txn), partitioner_(partitioner), cover_(cover), stores_(stores) {
+      : txn_(txn), partitioner_(partitioner), cover_(cover), range_cover_(range_cover), stores_(stores) {
     reads_.assign(txn.read_set().begin(), txn.read_set().end());
     std::sort(reads_.begin(), reads_.end());
     declared_writes_.assign(txn.write_set().begin(), txn.write_set().end());
@@ -40,6 +40,7 @@ class SerialContext final : public TxnContext {
 
   absl::Status Write(Key key, std::string_view value) override {
     absl::Status s = CheckWrite(key);
+    if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
     if (s.ok()) s = CheckWriteTarget(stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)), key, &value);
     if (!s.ok()) return s;
     BufferedWrite& w = Buffer(key);
@@ -50,6 +51,7 @@ class SerialContext final : public TxnContext {
 
   absl::Status Delete(Key key) override {
     absl::Status s = CheckWrite(key);
+    if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
     if (s.ok()) s = CheckWriteTarget(stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)), key, nullptr);
     if (!s.ok()) return s;
     BufferedWrite& w = Buffer(key);
@@ -64,6 +66,25 @@ class SerialContext final : public TxnContext {
     const Record* r = store->Get(key);
     if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
     return std::string_view(r->value(), store->GetTable(KeyTable(key))->value_size());
+  }
+
+  absl::Status Scan(Key lo, Key hi, bool reverse,
+                    absl::FunctionRef<bool(Key key, std::string_view value)> visit) override {
+    const PartitionStore* store = stores_[partitioner_->PartitionOf(lo)];
+    const Table* table = store->GetTable(KeyTable(lo));
+    Key cover;
+    absl::Status s = CheckScanRange(range_cover_, table, lo, hi, &cover);
+    if (!s.ok()) return s;
+    if (!DeclaredWrite(cover) && !std::binary_search(reads_.begin(), reads_.end(), cover))
+      return absl::InvalidArgumentError(
+          absl::StrCat("scan of [", lo, ", ", hi, "]: its cover ", cover, " is not in the txn's read or write set"));
+    std::vector<OwnWrite> own;
+    for (const BufferedWrite& w : writes_)
+      if (w.key >= lo && w.key <= hi) own.push_back(OwnWrite{w.key, w.value, w.erase});
+    ++scan_depth_;  // a depth: a visit may scan again
+    ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
+    --scan_depth_;
+    return absl::OkStatus();
   }
 
   void Apply() {
@@ -115,10 +136,12 @@ class SerialContext final : public TxnContext {
   const pb::Txn& txn_;
   const Partitioner* const partitioner_;
   const KeyCover cover_;
+  const RangeCover range_cover_;
   const std::vector<PartitionStore*>& stores_;
   std::vector<Key> reads_, declared_writes_;  // sorted
   std::vector<BufferedWrite> writes_;
   absl::flat_hash_map<Key, size_t> write_index_;
+  int scan_depth_ = 0;  // Scans whose visits run now (nested ones too): no Write or Delete
 };
 
 }  // namespace
@@ -147,7 +170,7 @@ pb::TxnResult SerialExecutor::Execute(const pb::Txn& txn) {
   std::string result;
   absl::Status s;
   Procedure proc = procedures_->Find(txn.type());
-  SerialContext ctx(txn, partitioner_, procedures_->key_cover(), stores_);
+  SerialContext ctx(txn, partitioner_, procedures_->key_cover(), procedures_->range_cover(), stores_);
   if (proc == nullptr) {
     s = absl::InvalidArgumentError(absl::StrCat("unknown txn type ", txn.type()));
   } else {

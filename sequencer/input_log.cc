@@ -331,14 +331,32 @@ void InputLogWriter::Run() {
 }
 
 absl::Status InputLogWriter::WriteGroup(const std::deque<Pending>& group) {
+  // The group's records go to the file in one write per segment (a write
+  // costs about as much as a group's fdatasync on a VM's ext4; measured in
+  // docs/DURABILITY.md), gathered in group_buf_.
+  group_buf_.clear();
+  auto write_buffered = [&]() -> absl::Status {
+    if (group_buf_.empty()) return absl::OkStatus();
+    absl::Status s = file_->Append(group_buf_);
+    if (s.ok()) bytes_written_.fetch_add(group_buf_.size(), std::memory_order_relaxed);
+    group_buf_.clear();
+    return s;
+  };
   for (const Pending& p : group) {
-    if (file_ == nullptr || (file_->size() >= options_.segment_bytes && p.epoch > segment_last_epoch_)) {
+    if (file_ == nullptr ||
+        (file_->size() + group_buf_.size() >= options_.segment_bytes && p.epoch > segment_last_epoch_)) {
+      if (file_ != nullptr) {
+        if (absl::Status s = write_buffered(); !s.ok()) return s;
+      }
       if (absl::Status s = Rotate(p.epoch); !s.ok()) return s;
     }
-    if (absl::Status s = file_->Append(p.bytes); !s.ok()) return s;
-    bytes_written_.fetch_add(p.bytes.size(), std::memory_order_relaxed);
+    group_buf_.append(p.bytes);
     segment_last_epoch_ = p.epoch;
   }
+  if (absl::Status s = write_buffered(); !s.ok()) return s;
+  // A buffer grown by one large group is not kept (records are bounded by
+  // max_record_bytes, groups are not).
+  if (group_buf_.capacity() > (4u << 20)) std::string().swap(group_buf_);
   if (options_.crash_hook) options_.crash_hook("log_written");
   if (options_.sync_mode == LogSyncMode::kFsync) {
     const auto start = std::chrono::steady_clock::now();

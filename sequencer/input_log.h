@@ -7,8 +7,9 @@
 // Three parts:
 //  * the record format: EncodeRecord / DecodeRecord;
 //  * InputLogWriter: Append() from any thread, one writer thread that writes
-//    segment files and does one fdatasync per group of queued records (group
-//    commit), then publishes durable_epoch();
+//    segment files and does one write and one fdatasync per group of queued
+//    records (group commit; one write per segment the group touches), then
+//    publishes durable_epoch();
 //  * RecoverInputLog: reads the segments in order, checks every CRC and the
 //    invariants, trims a torn tail, refuses anything else with an error
 //    that names the file and the byte offset.
@@ -336,6 +337,7 @@ class InputLogWriter {
   // Writer thread only (and Open, before it starts).
   std::unique_ptr<AppendableFile> file_;
   uint64_t segment_last_epoch_ = 0;
+  std::string group_buf_;  // a group's records for one write
 
   std::mutex close_mu_;  // serialises Close
   std::thread thread_;

@@ -87,9 +87,9 @@ class PartitionStore {
   }
 
   // Table::Insert on the table of k; nullptr if that table does not exist.
-  Record* Insert(Key k) {
+  Record* Insert(Key k, OrderedIndex::Hint* hint = nullptr) {
     Table* t = tables_[KeyTable(k)].get();
-    return t == nullptr ? nullptr : t->Insert(k);
+    return t == nullptr ? nullptr : t->Insert(k, hint);
   }
 
   // Table::Erase on the table of k; false if that table does not exist.

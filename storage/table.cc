@@ -46,6 +46,12 @@ const TableOptions& CheckedOptions(const TableOptions& options) {
   return options;
 }
 
+// The records the hash index is sized for: none beyond the minimum for an
+// ordered table, whose records the B+tree indexes.
+uint64_t HashSizing(const TableOptions& options) {
+  return options.ordered ? kMinBuckets : std::max(options.expected_records, kMinBuckets);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- RecordArena
@@ -211,18 +217,15 @@ Table::Index::~Index() {
 
 Table::Table(const TableOptions& options)
     : options_(CheckedOptions(options)),
-      stripe_mask_(std::min<uint64_t>(std::bit_ceil(std::max(options.expected_records, kMinBuckets)),
-                                      kMaxStripes) -
-                   1),
+      stripe_mask_(std::min<uint64_t>(std::bit_ceil(HashSizing(options)), kMaxStripes) - 1),
       stripes_(new Stripe[stripe_mask_ + 1]),
       arena_(RoundUp8(sizeof(Record) + options.value_size), options.expected_records) {
-  const uint64_t buckets = std::bit_ceil(std::max(options.expected_records, kMinBuckets));
+  if (options.ordered) tree_ = std::make_unique<OrderedIndex>();
+  const uint64_t buckets = std::bit_ceil(HashSizing(options));
   indexes_.push_back(std::make_unique<Index>(buckets));
   current_.store(indexes_.back().get(), std::memory_order_release);
   grow_records_per_stripe_.store(GrowThreshold(buckets), std::memory_order_relaxed);
 }
-
-Table::~Table() = default;
 
 int64_t Table::GrowThreshold(uint64_t buckets) const {
   // A stripe's share of kGrowLoad records per bucket, plus three standard
@@ -243,8 +246,9 @@ Record* Table::GetAbsent(Key k, uint64_t h) const {
   }
 }
 
-Record* Table::Insert(Key k) {
+Record* Table::Insert(Key k, OrderedIndex::Hint* hint) {
   DCHECK_EQ(KeyTable(k), id()) << "key of another table";
+  if (tree_ != nullptr) return InsertOrdered(k, hint);
   const uint64_t h = Mix64(k);
   // Unvalidated: a miss is re-checked under the latch.
   if (Record* r = Find(BucketFor(h), k, h)) return r;
@@ -284,6 +288,7 @@ Record* Table::Insert(Key k) {
 
 bool Table::Erase(Key k) {
   DCHECK_EQ(KeyTable(k), id()) << "key of another table";
+  if (tree_ != nullptr) return EraseOrdered(k);
   const uint64_t h = Mix64(k);
   Stripe& stripe = StripeOf(h);
   stripe.latch.Lock();
@@ -430,6 +435,7 @@ bool Table::SealRetired(uint64_t epoch) {
   Sealed batch;
   batch.epoch = epoch;
   batch.records = arena_.TakeRetired();
+  if (tree_ != nullptr) batch.nodes = tree_->TakeRetired();  // unlinked before they were retired
   std::lock_guard<std::mutex> l(owned_mu_);
   // An index is retired once it is neither current nor the source of the
   // running migration, and a migration once it is not the running one
@@ -443,7 +449,8 @@ bool Table::SealRetired(uint64_t epoch) {
   for (auto& x : migrations_)
     if (x.get() != m) batch.migrations.push_back(std::move(x));
   std::erase(migrations_, nullptr);
-  if (batch.records.empty() && batch.indexes.empty() && batch.migrations.empty()) return false;
+  if (batch.records.empty() && batch.indexes.empty() && batch.migrations.empty() && batch.nodes.empty())
+    return false;
   DCHECK(sealed_.empty() || sealed_.back().epoch <= epoch);
   sealed_.push_back(std::move(batch));
   return true;
@@ -461,6 +468,7 @@ size_t Table::FreeSealed(uint64_t safe_epoch) {
   size_t n = 0;
   for (Sealed& b : ready) {
     arena_.ReleaseMany(b.records);
+    OrderedIndex::FreeNodes(b.nodes);
     n += b.records.size();
   }
   reclaimed_records_.fetch_add(n, std::memory_order_relaxed);
@@ -481,7 +489,9 @@ Table::ReclaimStats Table::reclaim_stats() const {
   for (const Sealed& b : sealed_) {
     st.sealed_records += b.records.size();
     for (const auto& ix : b.indexes) st.retired_index_bytes += bytes(*ix);
+    st.retired_nodes += b.nodes.size();
   }
+  if (tree_ != nullptr) st.retired_nodes += tree_->retired_nodes();
   st.sealed_batches = sealed_.size();
   return st;
 }
@@ -492,8 +502,10 @@ size_t Table::ReclaimErased() {
     std::lock_guard<std::mutex> l(owned_mu_);
     for (Sealed& b : sealed_) {
       arena_.ReleaseMany(b.records);
+      OrderedIndex::FreeNodes(b.nodes);
       sealed_records += b.records.size();
     }
+    if (tree_ != nullptr) tree_->FreeRetiredNow();
     sealed_.clear();
     const Index* cur = current_.load(std::memory_order_acquire);
     const Migration* m = migration_.load(std::memory_order_acquire);
@@ -511,6 +523,7 @@ size_t Table::ReclaimErased() {
 // ---------------------------------------------------------------- whole table
 
 uint64_t Table::Clear() {
+  if (tree_ != nullptr) return ClearOrdered();
   std::vector<void*> records;
   ForEachRecord([&records](const Record* r) { records.push_back(const_cast<Record*>(r)); });
   // Unlinked all at once by replacing the index: nothing can reach them
@@ -533,6 +546,7 @@ uint64_t Table::Clear() {
 }
 
 void Table::Reserve(uint64_t records) {
+  if (tree_ != nullptr) return;  // a tree grows by splits: nothing to size
   const uint64_t need = std::min(kMaxBuckets, std::bit_ceil(std::max(records / kGrowLoad, kMinBuckets)));
   const Index* cur = current_.load(std::memory_order_acquire);
   if (need <= cur->mask + 1 && migration_.load(std::memory_order_acquire) == nullptr) return;
@@ -560,6 +574,7 @@ void Table::Reserve(uint64_t records) {
 }
 
 uint64_t Table::size() const {
+  if (tree_ != nullptr) return tree_->size();
   int64_t n = 0;
   for (size_t s = 0; s <= stripe_mask_; ++s)
     n += stripes_[s].records.load(std::memory_order_relaxed);
@@ -576,8 +591,10 @@ size_t Table::memory_bytes() const {
     for (const Sealed& b : sealed_) {
       for (const auto& ix : b.indexes)
         index_bytes += (ix->mask + 1) * (sizeof(Bucket) + (ix->moved != nullptr ? 1 : 0));
-      index_bytes += b.migrations.size() * sizeof(Migration) + b.records.capacity() * sizeof(void*);
+      index_bytes += b.migrations.size() * sizeof(Migration) + b.records.capacity() * sizeof(void*) +
+                     OrderedIndex::NodeBytes(b.nodes);
     }
+    if (tree_ != nullptr) index_bytes += tree_->memory_bytes();
   }
   return sizeof(*this) + options_.name.capacity() + index_bytes +
          (stripe_mask_ + 1) * sizeof(Stripe) + arena_.bytes_reserved();

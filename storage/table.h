@@ -35,6 +35,14 @@
 // Old bucket arrays are retired, not freed (a reader may still be in one),
 // until reclamation (below) frees them.
 //
+// Ordered tables (TableOptions::ordered). Instead of the hash index, the
+// records are indexed by a B+tree (storage/ordered_index.h): Get, Insert and
+// Erase keep their contracts, and Scan visits a key range in order. Suited to
+// tables whose keys are inserted roughly in order and read by range (TPC-C's
+// ORDER_LINE, NEW_ORDER, ORDER, HISTORY): an insert lands in the leaf the
+// previous one warmed, where a hash index touches a random bucket. Tree nodes
+// unlinked by erases are reclaimed like erased records.
+//
 // Reclamation. Erased records and retired bucket arrays are freed either at
 // a quiescent point (ReclaimErased: nobody uses the table), or while txns
 // run by epochs (storage/epoch.h): SealRetired labels what was retired so
@@ -61,9 +69,13 @@
 //    erased records (and retired bucket arrays) reusable.
 //  - A record's value bytes are plain memory. They belong to the thread that
 //    holds the key's lock; the table never touches them after Insert.
-//  - ForEachInKeyOrder, ForFirstInKeyOrder, ReclaimErased and the
-//    destructor must not run concurrently with writers (Insert, Erase);
-//    Clear and Reserve need the table to themselves (an X intent lock).
+//  - ForEachInKeyOrder, ReclaimErased and the destructor must not run
+//    concurrently with writers (Insert, Erase); nor may size() of an
+//    ordered table, nor ForFirstInKeyOrder (a scan holds S on the table's
+//    intent lock). Clear and Reserve need the table to themselves (an X
+//    intent lock).
+//  - Scan (ordered tables) is lock-free like Get; see OrderedIndex for what
+//    it sees of concurrent writes to its range.
 //  - Concurrent Insert of the SAME key is still correct (one record wins and
 //    both callers get it), but a concurrent Insert and Erase of one key, or
 //    any use of a key's value bytes by two threads, is the caller's race.
@@ -86,6 +98,7 @@
 #include "common/hash.h"
 #include "common/types.h"
 #include "storage/elided_latch.h"
+#include "storage/ordered_index.h"
 #include "storage/version_latch.h"
 
 namespace detdb {
@@ -102,6 +115,10 @@ struct TableOptions {
   // Whether the hash index doubles online when records pass kGrowLoad per
   // bucket. false keeps the first bucket count (long chains; for tests).
   bool grow_index = true;
+  // Index the records by a B+tree instead of the hash index: Scan works, and
+  // keys inserted in order stay together (see the file comment).
+  // expected_records then only sizes the first slab of records.
+  bool ordered = false;
 };
 
 // One record: this header, then value_size bytes of value.
@@ -209,11 +226,13 @@ class Table {
   // Hints that k will be looked up soon: prefetches its bucket head, so a
   // txn can overlap the cache misses of all its keys. Never blocks.
   void Prefetch(Key k) const {
+    if (tree_ != nullptr) return;
     const Index* ix = current_.load(std::memory_order_acquire);
     __builtin_prefetch(&ix->buckets[Mix64(k) & ix->mask], 0);
   }
   // Prefetches the first record of k's bucket (call after Prefetch).
   void PrefetchRecord(Key k) const {
+    if (tree_ != nullptr) return;
     const Index* ix = current_.load(std::memory_order_acquire);
     const Record* r = ix->buckets[Mix64(k) & ix->mask].head.load(std::memory_order_relaxed);
     if (r != nullptr) __builtin_prefetch(r, 0);
@@ -221,6 +240,7 @@ class Table {
 
   // The record of k, or nullptr if absent. Lock-free.
   Record* Get(Key k) const {
+    if (tree_ != nullptr) return tree_->Find(k);
     const uint64_t h = Mix64(k);
     if (Record* r = Find(BucketFor(h), k, h)) return r;
     return GetAbsent(k, h);
@@ -228,8 +248,10 @@ class Table {
 
   // The record of k: the existing one, or a new one with a zero-filled
   // value. Never fails (throws std::bad_alloc only when the heap is
-  // exhausted).
-  Record* Insert(Key k);
+  // exhausted). hint (ordered tables; ignored by hash tables): where the
+  // caller's previous insert into this table went, for a series of
+  // adjacent keys (OrderedIndex::Hint, with its REQUIRES).
+  Record* Insert(Key k, OrderedIndex::Hint* hint = nullptr);
 
   // Unlinks the record of k; false if absent. The record's memory stays
   // readable (and unchanged) until ReclaimErased() or FreeSealed() frees it.
@@ -263,6 +285,7 @@ class Table {
     uint64_t sealed_records = 0;   // sealed, waiting for their epoch
     uint64_t sealed_batches = 0;
     uint64_t retired_index_bytes = 0;  // bucket arrays of finished growths, not freed
+    uint64_t retired_nodes = 0;        // ordered tables: B+tree nodes unlinked, not freed
     uint64_t free_records = 0;         // reusable blocks in the slabs
     uint64_t reclaimed_records = 0;    // freed so far (FreeSealed, ReclaimErased)
   };
@@ -273,8 +296,22 @@ class Table {
     return !sealed_.empty();
   }
 
-  // Records in the table. Exact when no writer runs.
+  // Records in the table. Exact when no writer runs. REQUIRES for an
+  // ordered table: no writer runs (it counts the tree's entries).
   uint64_t size() const;
+
+  // Whether the records are in a B+tree (TableOptions::ordered).
+  bool ordered() const { return tree_ != nullptr; }
+
+  // Calls visit(Key, const Record*) for the records of keys in [lo, hi] in
+  // increasing key order (decreasing if reverse) until it returns false.
+  // Lock-free, like Get; a record that is neither inserted nor erased while
+  // the scan runs is visited iff its key is in the range (OrderedIndex::Scan).
+  // REQUIRES: ordered().
+  template <typename F>
+  void Scan(Key lo, Key hi, bool reverse, F&& visit) const {
+    tree_->Scan(lo, hi, reverse, [&visit](Key k, Record* r) { return visit(k, static_cast<const Record*>(r)); });
+  }
 
   // Whole-table operations (docs/STORAGE.md, "Intent locks"): the caller
   // holds X on the table's intent lock, so no other thread is inside Get,
@@ -282,19 +319,33 @@ class Table {
   //
   // Removes every record; returns how many. Records and bucket arrays are
   // retired, and freed by reclamation as usual; the index goes back to its
-  // first size. REQUIRES: exclusive use of the table.
+  // first size. An ordered table retires every tree node the same way and
+  // starts again from an empty root leaf. REQUIRES: exclusive use of the
+  // table.
   uint64_t Clear();
   // Grows the index at once to hold `records` records (kGrowLoad per
   // bucket): one rehash instead of doublings migrated a few buckets per
   // write; a migration under way ends here. A bulk load calls it first.
-  // No-op if the index is large enough. REQUIRES: exclusive use of the table.
+  // No-op if the index is large enough, and for an ordered table (a tree
+  // grows by splits). REQUIRES: exclusive use of the table.
   void Reserve(uint64_t records);
 
   // Calls f(const Record&) for the first `limit` records with key >= from,
-  // in increasing key order. REQUIRES: no concurrent Insert or Erase (a
-  // scan holds S on the table's intent lock).
+  // in increasing key order. An ordered table walks its tree and stops after
+  // `limit`; a hash table collects the records >= from and sorts the first
+  // `limit`. REQUIRES: no concurrent Insert or Erase (a scan holds S on the
+  // table's intent lock).
   template <typename F>
   void ForFirstInKeyOrder(Key from, size_t limit, F f) const {
+    if (tree_ != nullptr) {
+      if (limit == 0) return;
+      size_t seen = 0;
+      tree_->Scan(from, ~Key{0}, /*reverse=*/false, [&](Key, const Record* r) {
+        f(*r);
+        return ++seen < limit;
+      });
+      return;
+    }
     std::vector<const Record*> records;
     ForEachRecord([&](const Record* r) {
       if (r->key >= from) records.push_back(r);
@@ -310,6 +361,10 @@ class Table {
   // REQUIRES: no concurrent Insert or Erase.
   template <typename F>
   void ForEachInKeyOrder(F f) const {
+    if (tree_ != nullptr) {
+      tree_->ForEach([&f](Key, const Record* r) { f(*r); });
+      return;
+    }
     std::vector<const Record*> records;
     records.reserve(size());
     ForEachRecord([&records](const Record* r) { records.push_back(r); });
@@ -320,9 +375,14 @@ class Table {
   // The same without allocating: sorts the record pointers in the caller's
   // scratch[0, capacity) (a forked checkpoint child must not call malloc).
   // Returns false, having visited nothing, if the table holds more than
-  // capacity records. Same REQUIRES.
+  // capacity records (never for an ordered table, which needs no scratch).
+  // Same REQUIRES.
   template <typename F>
   bool ForEachInKeyOrder(const Record** scratch, size_t capacity, F f) const {
+    if (tree_ != nullptr) {  // in order already, and allocates nothing
+      tree_->ForEach([&f](Key, const Record* r) { f(*r); });
+      return true;
+    }
     size_t n = 0;
     ForEachRecord([&](const Record* r) {
       if (n < capacity) scratch[n] = r;
@@ -353,9 +413,14 @@ class Table {
   void SetMoveHookForTesting(std::function<void(Key)> hook) { move_hook_ = std::move(hook); }
 
  private:
-  // Calls g(const Record*) for every record, in bucket order.
+  // Calls g(const Record*) for every record, in bucket order (key order for
+  // an ordered table).
   template <typename G>
   void ForEachRecord(G g) const {
+    if (tree_ != nullptr) {
+      tree_->ForEach([&g](Key, const Record* r) { g(r); });
+      return;
+    }
     auto collect = [&g](const Bucket& b) {
       for (const Record* r = b.head.load(std::memory_order_acquire); r != nullptr;
            r = r->next.load(std::memory_order_acquire)) {
@@ -420,6 +485,7 @@ class Table {
     std::vector<void*> records;
     std::vector<std::unique_ptr<Index>> indexes;
     std::vector<std::unique_ptr<Migration>> migrations;
+    std::vector<void*> nodes;  // OrderedIndex nodes (freed by ~Table if still sealed)
   };
 
   // Where hash h lives: its bucket in the current index or, during a
@@ -443,6 +509,10 @@ class Table {
     }
     return nullptr;
   }
+  // Insert, Erase and Clear of an ordered table (table_ordered.cc).
+  Record* InsertOrdered(Key k, OrderedIndex::Hint* hint);
+  bool EraseOrdered(Key k);
+  uint64_t ClearOrdered();
   // Get's second look when the first did not find k: validated against the
   // stripe's migrations (see the file comment).
   Record* GetAbsent(Key k, uint64_t h) const;
@@ -469,6 +539,9 @@ class Table {
   std::unique_ptr<Stripe[]> stripes_;
   RecordArena arena_;
   std::atomic<Index*> current_;
+  // The B+tree of an ordered table (then the hash index stays empty), else
+  // nullptr.
+  std::unique_ptr<OrderedIndex> tree_;
   std::atomic<Migration*> migration_{nullptr};
   // True from the start of a growth until its migration ends.
   std::atomic<bool> growing_{false};

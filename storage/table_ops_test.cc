@@ -1,6 +1,7 @@
 // Whole-table operations (table.h, partition_store.h): Clear, Reserve (the
 // index grown at once), BulkLoad and Truncate, ForFirstInKeyOrder; each
-// also in the middle of an online growth's migration.
+// also in the middle of an online growth's migration, and on ordered tables
+// (the B+tree retired and reclaimed; its sealed nodes freed with the table).
 #include <cstring>
 #include <string>
 #include <utility>
@@ -8,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "storage/epoch.h"
+#include "storage/ordered_index.h"
 #include "storage/partition_store.h"
 #include "storage/table.h"
 
@@ -127,6 +130,112 @@ TEST(StorageTableOps, BulkLoadAndTruncateOnAStore) {
   ASSERT_TRUE(fresh.CreateTable({.id = kT + 1, .name = "other", .value_size = 8, .expected_records = 16}).ok());
   Store64(fresh.Insert(MakeKey(kT + 1, 1)), 1);
   EXPECT_EQ(store.Digest(), fresh.Digest());
+}
+
+
+// ---- ordered tables (TableOptions::ordered)
+
+std::vector<uint64_t> ScanRows(const Table& t, uint64_t lo, uint64_t hi) {
+  std::vector<uint64_t> rows;
+  t.Scan(MakeKey(kT, lo), MakeKey(kT, hi), false, [&](Key k, const Record* r) {
+    EXPECT_EQ(r->key, k);
+    rows.push_back(KeyRow(k));
+    return true;
+  });
+  return rows;
+}
+
+TEST(StorageTableOps, ClearOfAnOrderedTableRetiresItsTreeAndReclaimFreesIt) {
+  const int64_t nodes_before = OrderedIndex::allocated_nodes();
+  {
+    Table t({.id = kT, .name = "o", .value_size = 8, .expected_records = 16, .ordered = true});
+    for (uint64_t i = 0; i < 5000; ++i) Store64(t.Insert(MakeKey(kT, i)), i + 1);
+    ASSERT_GT(OrderedIndex::allocated_nodes(), nodes_before + 100);
+    const uint64_t buckets = t.bucket_count();
+    EXPECT_EQ(t.Clear(), 5000u);
+    EXPECT_EQ(t.size(), 0u);
+    for (uint64_t i = 0; i < 5000; i += 7) ASSERT_EQ(t.Get(MakeKey(kT, i)), nullptr) << i;
+    EXPECT_TRUE(ScanRows(t, 0, 10000).empty());
+    uint64_t visited = 0;
+    t.ForEachInKeyOrder([&](const Record&) { ++visited; });
+    EXPECT_EQ(visited, 0u);
+    EXPECT_EQ(t.bucket_count(), buckets);  // the unused hash index stays as it was
+    EXPECT_GT(t.reclaim_stats().retired_nodes, 100u);
+    // Records and nodes were retired, not leaked: a quiescent reclaim frees
+    // them all (the new root leaf stays).
+    EXPECT_EQ(t.ReclaimErased(), 5000u);
+    EXPECT_EQ(t.reclaim_stats().retired_nodes, 0u);
+    EXPECT_EQ(OrderedIndex::allocated_nodes(), nodes_before + 1);
+    // The table works again from scratch, reusing the freed records.
+    for (uint64_t i = 100; i > 0; --i) Store64(t.Insert(MakeKey(kT, i * 2)), i);
+    EXPECT_EQ(t.size(), 100u);
+    EXPECT_EQ(t.reclaim_stats().free_records, 4900u);
+    EXPECT_EQ(ScanRows(t, 195, 10000), (std::vector<uint64_t>{196, 198, 200}));
+    EXPECT_EQ(Load64(t.Get(MakeKey(kT, 200))), 100u);
+  }
+  EXPECT_EQ(OrderedIndex::allocated_nodes(), nodes_before);
+}
+
+TEST(StorageTableOps, BulkLoadAndTruncateOfAnOrderedTableOnAStore) {
+  PartitionStore store;
+  Table* t =
+      store.CreateTable({.id = kT, .name = "o", .value_size = 8, .expected_records = 16, .ordered = true}).value();
+  const uint64_t buckets = t->bucket_count();
+  std::vector<uint64_t> values(5000);
+  std::vector<std::pair<Key, std::string_view>> rows;
+  for (uint64_t i = 0; i < values.size(); ++i) {
+    values[i] = i * 3;
+    rows.emplace_back(MakeKey(kT, values.size() - 1 - i), std::string_view(reinterpret_cast<const char*>(&values[i]), 8));
+  }
+  ASSERT_TRUE(store.BulkLoad(kT, rows).ok());
+  EXPECT_EQ(t->size(), 5000u);
+  // Reserve is a no-op for a tree: no hash index sized for the rows (and
+  // no records threaded into one).
+  EXPECT_EQ(t->bucket_count(), buckets);
+  EXPECT_EQ(t->growths(), 0u);
+  std::vector<uint64_t> want;
+  for (uint64_t i = 4990; i < 5000; ++i) want.push_back(i);
+  EXPECT_EQ(ScanRows(*t, 4990, 100000), want);
+  EXPECT_EQ(Load64(t->Get(MakeKey(kT, 4999))), 0u);
+  EXPECT_EQ(Load64(t->Get(MakeKey(kT, 0))), 4999u * 3);
+  std::vector<uint64_t> page;
+  t->ForFirstInKeyOrder(MakeKey(kT, 17), 3, [&](const Record& r) { page.push_back(KeyRow(r.key)); });
+  EXPECT_EQ(page, (std::vector<uint64_t>{17, 18, 19}));
+  // Truncate, reclaim, then the table is usable and equals one that never
+  // had the rows.
+  auto removed = store.Truncate(kT);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 5000u);
+  EXPECT_TRUE(ScanRows(*t, 0, 100000).empty());
+  store.ReclaimSafe();
+  store.ReclaimSafe();
+  EXPECT_EQ(t->reclaim_stats().reclaimed_records, 5000u);
+  EXPECT_EQ(t->reclaim_stats().retired_nodes, 0u);
+  Store64(store.Insert(MakeKey(kT, 42)), 42);
+  EXPECT_EQ(ScanRows(*t, 0, 100000), (std::vector<uint64_t>{42}));
+  PartitionStore fresh;
+  ASSERT_TRUE(fresh.CreateTable({.id = kT, .name = "o", .value_size = 8, .expected_records = 16, .ordered = true}).ok());
+  Store64(fresh.Insert(MakeKey(kT, 42)), 42);
+  EXPECT_EQ(store.Digest(), fresh.Digest());
+}
+
+TEST(StorageTableOps, DestroyingAStoreFreesTheSealedNodesOfItsOrderedTables) {
+  const int64_t nodes_before = OrderedIndex::allocated_nodes();
+  {
+    PartitionStore store;
+    Table* t =
+        store.CreateTable({.id = kT, .name = "o", .value_size = 8, .expected_records = 16, .ordered = true}).value();
+    for (uint64_t i = 0; i < 3000; ++i) Store64(store.Insert(MakeKey(kT, i)), i);
+    EpochParticipant worker(&store.epochs());  // online: nothing sealed can be freed
+    for (uint64_t i = 0; i < 2000; ++i) ASSERT_TRUE(store.Erase(MakeKey(kT, i)));  // unlinks leaves
+    store.ReclaimSafe();  // seals; the worker has not passed a quiescent point since
+    ASSERT_TRUE(store.Truncate(kT).ok());  // retires the rest of the tree
+    store.ReclaimSafe();
+    EXPECT_TRUE(t->has_sealed());
+    EXPECT_EQ(t->reclaim_stats().reclaimed_records, 0u);
+    EXPECT_GT(t->reclaim_stats().retired_nodes, 50u);
+  }  // the worker goes, then the store, with batches still sealed
+  EXPECT_EQ(OrderedIndex::allocated_nodes(), nodes_before);
 }
 
 }  // namespace

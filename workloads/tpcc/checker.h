@@ -19,9 +19,10 @@
 // 10 C_BALANCE = sum(OL_AMOUNT of the customer's delivered lines) - sum(H_AMOUNT of the customer's payments)
 // 12 C_BALANCE + C_YTD_PAYMENT = sum(OL_AMOUNT of the customer's delivered lines)
 // (11, about the initial order counts, does not hold once Delivery runs with
-// a shrunk scale and is not checked.) detdb's own index tables are checked
-// too: NEW_ORDER_HEAD = min(NO_O_ID) (or D_NEXT_O_ID when none), and
-// CUSTOMER_LAST_ORDER names the customer's highest O_ID.
+// a shrunk scale and is not checked.) detdb's own invariants are checked
+// too: CUSTOMER_LAST_ORDER (an index table) names the customer's highest
+// O_ID, and a district's HISTORY keys are 0, 1, 2, ... without a gap (Payment
+// takes the highest + 1).
 //
 // Thread-safety: reads the stores; REQUIRES nobody writes them meanwhile.
 #ifndef DETDB_WORKLOADS_TPCC_CHECKER_H_

@@ -61,7 +61,7 @@ void Put(Table* t, Key k, const Row& row) {
 
 struct Tables {
   Table *warehouse, *district, *customer, *history, *new_order, *order, *order_line, *item, *stock,
-      *customer_last_order, *new_order_head, *history_seq, *warehouse_ytd, *district_ytd, *district_next;
+      *customer_last_order, *warehouse_ytd, *district_ytd, *district_next;
 };
 
 absl::Status CreateTables(PartitionStore* store, const Scale& scale, uint64_t warehouses, Tables* t) {
@@ -87,8 +87,6 @@ absl::Status CreateTables(PartitionStore* store, const Scale& scale, uint64_t wa
       {kItem, "tpcc.item", sizeof(ItemRow), scale.items, &t->item},
       {kStock, "tpcc.stock", sizeof(StockRow), warehouses * scale.items, &t->stock},
       {kCustomerLastOrder, "tpcc.customer_last_order", sizeof(OrderIdRow), customers, &t->customer_last_order},
-      {kNewOrderHead, "tpcc.new_order_head", sizeof(OrderIdRow), districts, &t->new_order_head},
-      {kHistorySeq, "tpcc.history_seq", sizeof(SeqRow), districts, &t->history_seq},
       {kWarehouseYtd, "tpcc.warehouse_ytd", sizeof(WarehouseYtdRow), warehouses, &t->warehouse_ytd},
       {kDistrictYtd, "tpcc.district_ytd", sizeof(DistrictYtdRow), districts, &t->district_ytd},
       {kDistrictNext, "tpcc.district_next", sizeof(DistrictNextRow), districts, &t->district_next},
@@ -96,7 +94,8 @@ absl::Status CreateTables(PartitionStore* store, const Scale& scale, uint64_t wa
   for (const Spec& spec : specs) {
     absl::StatusOr<Table*> table =
         store->CreateTable({.id = spec.id, .name = spec.name, .value_size = spec.value_size,
-                            .expected_records = std::min(spec.expected_records, Table::kMaxExpectedRecords)});
+                            .expected_records = std::min(spec.expected_records, Table::kMaxExpectedRecords),
+                            .ordered = IsOrdered(spec.id)});
     if (!table.ok()) return table.status();
     *spec.out = *table;
   }
@@ -164,13 +163,6 @@ void LoadDistrict(const Tables& t, uint64_t seed, const Scale& scale, uint32_t w
   Put(t.district_ytd, DistrictYtdKey(w, d), ytd);
   const DistrictNextRow next{.next_o_id = static_cast<int32_t>(scale.orders_per_district + 1), .unused = 0};
   Put(t.district_next, DistrictNextKey(w, d), next);
-
-  const OrderIdRow head{.o_id = static_cast<int32_t>(scale.orders_per_district -
-                                                     scale.new_orders_per_district + 1),
-                        .unused = 0};
-  Put(t.new_order_head, NewOrderHeadKey(w, d), head);
-  const SeqRow seq{.next = scale.customers_per_district};
-  Put(t.history_seq, HistorySeqKey(w, d), seq);
 }
 
 void LoadCustomersAndHistory(const Tables& t, uint64_t seed, const NURandC& load, const Scale& scale,

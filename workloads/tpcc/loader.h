@@ -1,8 +1,9 @@
 // Loading TPC-C (clause 4.3): the tables of one partition, with its
 // warehouses' rows and a full copy of ITEM (replicated on every partition),
 // the vertical parts of WAREHOUSE and DISTRICT (WAREHOUSE_YTD, DISTRICT_YTD,
-// DISTRICT_NEXT) and the index tables the txns maintain
-// (CUSTOMER_LAST_ORDER, NEW_ORDER_HEAD, HISTORY_SEQ; see schema.h).
+// DISTRICT_NEXT) and the index table New-Order maintains
+// (CUSTOMER_LAST_ORDER; see schema.h). NEW_ORDER, ORDER, ORDER_LINE and
+// HISTORY are ordered tables (B+trees; schema.h, IsOrdered).
 //
 // Per warehouse w on the partition (WarehousePartitioner): the WAREHOUSE
 // row and its WAREHOUSE_YTD row (W_YTD 300,000.00); 10 DISTRICT rows, each

@@ -17,17 +17,21 @@
 //                 rollback): no write.
 //   Payment       read WAREHOUSE(w), DISTRICT(w,d) (names for H_DATA);
 //                 read+write WAREHOUSE_YTD(w), DISTRICT_YTD(w,d),
-//                 CUSTOMER(c_w,c_d,c). Inserts HISTORY and updates
-//                 HISTORY_SEQ under DISTRICT_YTD's cover.
-//   Order-Status  read CUSTOMER(w,d,c), DISTRICT_NEXT(w,d) (cover of the orders).
+//                 CUSTOMER(c_w,c_d,c). Inserts HISTORY under DISTRICT_YTD's
+//                 cover, at the district's last HISTORY seq + 1 (a scan).
+//   Order-Status  read CUSTOMER(w,d,c), DISTRICT_NEXT(w,d) (cover of the
+//                 orders; the order's lines are a scan).
 //   Delivery      read+write DISTRICT_NEXT(w,1..10) and CUSTOMER(w,d,c) of
-//                 each planned order (from ReconDelivery).
+//                 each planned order (from ReconDelivery). The oldest new
+//                 order of a district and the order's lines are scans.
 //   Stock-Level   read DISTRICT_NEXT(w,d) and STOCK(w,i) of the recon's items;
 //                 the window is the 20 orders before the recon's D_NEXT_O_ID
 //                 (Stock-Level need not be serializable, only read
 //                 committed data no older than its start).
-//   ReconDelivery read DISTRICT_NEXT(w,1..10).
-//   ReconStockLevel read DISTRICT_NEXT(w,d).
+//   ReconDelivery read DISTRICT_NEXT(w,1..10) (cover of the NEW_ORDER scans).
+//   ReconStockLevel read DISTRICT_NEXT(w,d) (cover of the ORDER_LINE scan).
+// Scans (TxnContext::Scan) run over one district's rows of an ordered table
+// (schema.h), under the district's cover (tpcc::RangeCover).
 //
 // A dependent txn whose reconnaissance no longer holds aborts with an error
 // message starting with kOllpMismatch, on every participant alike; the
@@ -59,7 +63,8 @@ inline constexpr uint32_t kDeliveryCandidates = 8;
 inline constexpr std::string_view kOllpMismatch = "OLLP mismatch";
 inline constexpr std::string_view kRollback = "rollback";
 
-// Registers the seven procedures and the key cover (tpcc::Cover).
+// Registers the seven procedures, the key cover (tpcc::Cover) and the range
+// cover (tpcc::RangeCover).
 absl::Status RegisterProcedures(ProcedureRegistry* registry);
 
 absl::Status NewOrder(TxnContext* ctx, std::string* result);

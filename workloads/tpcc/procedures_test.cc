@@ -53,7 +53,6 @@ class TinyDb {
         {kNewOrder, sizeof(NewOrderRow)},     {kOrder, sizeof(OrderRow)},
         {kOrderLine, sizeof(OrderLineRow)},   {kItem, sizeof(ItemRow)},
         {kStock, sizeof(StockRow)},           {kCustomerLastOrder, sizeof(OrderIdRow)},
-        {kNewOrderHead, sizeof(OrderIdRow)},  {kHistorySeq, sizeof(SeqRow)},
         {kWarehouseYtd, sizeof(WarehouseYtdRow)}, {kDistrictYtd, sizeof(DistrictYtdRow)},
         {kDistrictNext, sizeof(DistrictNextRow)},
     };
@@ -61,7 +60,7 @@ class TinyDb {
       stores_.push_back(std::make_unique<PartitionStore>());
       for (const auto& [id, size] : tables)
         CHECK(stores_.back()->CreateTable({.id = id, .name = absl::StrCat("t", id), .value_size = size,
-                                            .expected_records = 4096}).ok());
+                                            .expected_records = 4096, .ordered = IsOrdered(id)}).ok());
     }
     CHECK(RegisterProcedures(&registry_).ok());
     std::vector<PartitionStore*> raw;
@@ -123,10 +122,6 @@ class TinyDb {
       Put(DistrictKey(w, d), dist);
       Put(DistrictYtdKey(w, d), DistrictYtdRow{.ytd = 3000000});
       Put(DistrictNextKey(w, d), DistrictNextRow{.next_o_id = 1, .unused = 0});
-      auto head = Zeroed<OrderIdRow>();
-      head.o_id = 1;
-      Put(NewOrderHeadKey(w, d), head);
-      Put(HistorySeqKey(w, d), Zeroed<SeqRow>());
     }
   }
   void AddCustomer(uint32_t w, uint32_t d, uint32_t c, std::string_view credit, int32_t discount,
@@ -358,7 +353,6 @@ TEST_F(ProceduresTest, NewOrderUpdatesStockAndInsertsTheOrder) {
   EXPECT_EQ(std::string(l2.dist_info, TinyDb::DistInfo(1, 2, 4).size()), TinyDb::DistInfo(1, 2, 4));
   EXPECT_FALSE(db_.Has(OrderLineKey(1, 4, 1, 4)));
   EXPECT_EQ(db_.Get<OrderIdRow>(CustomerLastOrderKey(1, 4, 1)).o_id, 1);
-  EXPECT_EQ(db_.Get<OrderIdRow>(NewOrderHeadKey(1, 4)).o_id, 1);  // Delivery moves it, not New-Order
 
   // The next order of the district gets the next id.
   const auto r2 = Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 4, 3, {{5, 1, 1}})));
@@ -431,11 +425,28 @@ TEST_F(ProceduresTest, PaymentUpdatesBalancesAndInsertsHistory) {
   EXPECT_EQ(h.amount, 12345);
   EXPECT_EQ(h.date, static_cast<int64_t>(txn.id()));
   EXPECT_EQ(GetField(h.data), "WH1    DIST1-3");
-  EXPECT_EQ(db_.Get<SeqRow>(HistorySeqKey(1, 3)).next, 1u);
 
+  // The next HISTORY row of the district takes the next seq.
   Ok<tp::PaymentResult>(db_.Run(PaymentTxn(&db_, 1, 3, 1, 3, 3, 100)));
   EXPECT_EQ(db_.Get<HistoryRow>(HistoryKey(1, 3, 1)).c_id, 3);
-  EXPECT_EQ(db_.Get<SeqRow>(HistorySeqKey(1, 3)).next, 2u);
+  EXPECT_FALSE(db_.Has(HistoryKey(1, 3, 2)));
+  EXPECT_FALSE(db_.Has(HistoryKey(1, 4, 0)));
+}
+
+// A district whose HISTORY holds seq 2^32 - 1: the next seq does not fit
+// HistoryKey's 32 bits (it would wrap to seq 0 and overwrite that row), so
+// Payment aborts and changes nothing.
+TEST_F(ProceduresTest, PaymentRefusesAHistorySeqPast32Bits) {
+  Ok<tp::PaymentResult>(db_.Run(PaymentTxn(&db_, 1, 3, 1, 3, 1, 100)));  // seq 0
+  HistoryRow last = db_.Get<HistoryRow>(HistoryKey(1, 3, 0));
+  last.amount = 7;
+  db_.Put(HistoryKey(1, 3, 0xFFFFFFFFu), last);
+  const std::vector<uint64_t> before = db_.Digests();
+  const pb::TxnResult r = db_.Run(PaymentTxn(&db_, 1, 3, 1, 3, 3, 200));
+  EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
+  EXPECT_NE(r.error().find("HISTORY of 1/3 is full"), std::string::npos) << r.error();
+  EXPECT_EQ(db_.Get<HistoryRow>(HistoryKey(1, 3, 0)).amount, 100);
+  EXPECT_EQ(db_.Digests(), before);
 }
 
 TEST_F(ProceduresTest, PaymentOfABadCreditCustomerPrependsToCData) {
@@ -515,9 +526,6 @@ TEST_F(ProceduresTest, DeliveryDeliversTheOldestOrderOfEachDistrict) {
   EXPECT_EQ(c.balance, -1000 + 600);
   EXPECT_EQ(c.delivery_cnt, 1);
   EXPECT_EQ(db_.Get<CustomerRow>(CustomerKey(1, 6, 1)).balance, -1000 + 2100);
-  EXPECT_EQ(db_.Get<OrderIdRow>(NewOrderHeadKey(1, 1)).o_id, 2);
-  EXPECT_EQ(db_.Get<OrderIdRow>(NewOrderHeadKey(1, 6)).o_id, 2);
-  EXPECT_EQ(db_.Get<OrderIdRow>(NewOrderHeadKey(1, 2)).o_id, 1);
 
   // Order-Status sees the delivery.
   const auto os = Ok<tp::OrderStatusResult>(db_.Run(OrderStatusTxn(&db_, 1, 1, 2)));
@@ -574,7 +582,6 @@ TEST_F(ProceduresTest, StaleDeliveryPlanAbortsWithoutChanges) {
   EXPECT_EQ(done.delivered(3).o_id(), 1u);
 
   // Delivery of a district with no orders at all leaves it alone.
-  EXPECT_EQ(db_.Get<OrderIdRow>(NewOrderHeadKey(1, 9)).o_id, 1);
   EXPECT_EQ(done.delivered(8).o_id(), 0u);
 }
 
@@ -687,6 +694,24 @@ class PartitionContext final : public TxnContext {
   const std::set<Key>& locks_read() const { return locks_read_; }
   const std::set<Key>& locks_written() const { return locks_written_; }
   absl::StatusOr<std::string_view> ReadReplicated(Key key) override { return Stored(self_, key); }
+  absl::Status Scan(Key lo, Key hi, bool reverse,
+                    absl::FunctionRef<bool(Key key, std::string_view value)> visit) override {
+    const Table* table = db_->store(db_->partitioner().PartitionOf(lo))->GetTable(KeyTable(lo));
+    Key cover;
+    absl::Status s = CheckScanRange(db_->registry().range_cover(), table, lo, hi, &cover);
+    if (!s.ok()) return s;
+    const auto& rs = txn_.read_set();
+    if (!Declared(cover) && std::find(rs.begin(), rs.end(), cover) == rs.end())
+      return absl::InvalidArgumentError("scan not covered by the read or write set");
+    locks_read_.insert(cover);
+    if (db_->partitioner().PartitionOf(lo) != self_)
+      return absl::FailedPreconditionError(absl::StrCat("scanned range ", lo, " is not on this partition"));
+    std::vector<OwnWrite> own;
+    for (auto it = writes_.lower_bound(lo); it != writes_.end() && it->first <= hi; ++it)
+      own.push_back(OwnWrite{it->first, it->second.has_value() ? std::string_view(*it->second) : "", !it->second});
+    ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
+    return absl::OkStatus();
+  }
 
   void ApplyLocal() {
     PartitionStore* store = db_->store(self_);
@@ -852,8 +877,8 @@ TEST(ProceduresMultiPartition, RemoteNewOrderAndPaymentMatchTheSerialExecutor) {
   EXPECT_EQ(h.c_d_id, 6);
   EXPECT_EQ(h.w_id, 1);
   EXPECT_EQ(h.amount, 777);
-  EXPECT_EQ(serial.Get<SeqRow>(HistorySeqKey(1, 4)).next, 1u);
-  EXPECT_EQ(serial.Get<SeqRow>(HistorySeqKey(2, 6)).next, 0u);
+  EXPECT_FALSE(serial.Has(HistoryKey(1, 4, 1)));
+  EXPECT_FALSE(serial.Has(HistoryKey(2, 6, 0)));  // the customer's district has none
   EXPECT_EQ(serial.Get<WarehouseYtdRow>(WarehouseYtdKey(2)).ytd, 30000000 + 1500);
   EXPECT_EQ(serial.Get<CustomerRow>(CustomerKey(1, 1, 3)).ytd_payment, 1000 + 1500);
 }
@@ -953,15 +978,58 @@ TEST(ProceduresWithGenerator, GeneratedTxnsCommitExceptRollbacks) {
       const DistrictNextRow dist = db.Get<DistrictNextRow>(DistrictNextKey(w, d));
       orders += dist.next_o_id - 1;
       d_ytd += db.Get<DistrictYtdRow>(DistrictYtdKey(w, d)).ytd - 3000000;
-      const int32_t head = db.Get<OrderIdRow>(NewOrderHeadKey(w, d)).o_id;
-      for (int32_t o = 1; o < dist.next_o_id; ++o)
-        EXPECT_EQ(db.Has(NewOrderKey(w, d, static_cast<uint32_t>(o))), o >= head) << w << "/" << d << "/" << o;
+      // NEW_ORDER rows: the undelivered orders, the newest ones.
+      bool undelivered = false;
+      for (int32_t o = 1; o < dist.next_o_id; ++o) {
+        const bool has = db.Has(NewOrderKey(w, d, static_cast<uint32_t>(o)));
+        EXPECT_TRUE(has || !undelivered) << w << "/" << d << "/" << o << ": a gap in NEW_ORDER";
+        undelivered = undelivered || has;
+        EXPECT_EQ(db.Get<OrderRow>(OrderKey(w, d, static_cast<uint32_t>(o))).carrier_id == 0, has);
+      }
     }
   }
   EXPECT_EQ(orders, new_orders);
   EXPECT_EQ(w_ytd, paid);
   EXPECT_EQ(d_ytd, paid);
   for (const auto& [key, bytes] : static_rows) EXPECT_EQ(db.Raw(key), bytes) << "static row " << key << " changed";
+}
+
+// RangeCover is the one determinism rule no runtime check catches if it is
+// too permissive: a range it accepts must lie within one district of one
+// covered table, and its cover must be that district's KeyCover.
+TEST(TpccRangeCover, OneDistrictOfOneCoveredTableOnly) {
+  Key cover = 0;
+  struct Range {
+    Key lo, hi, cover;
+  };
+  const Range ok[] = {
+      {FirstHistoryKey(2, 3), LastHistoryKey(2, 3), DistrictYtdKey(2, 3)},
+      {FirstNewOrderKey(2, 3), LastNewOrderKey(2, 3), DistrictNextKey(2, 3)},
+      {OrderKey(2, 3, 1), OrderKey(2, 3, 20), DistrictNextKey(2, 3)},
+      {FirstOrderLineKey(2, 10, 5), LastOrderLineKey(2, 10, 25), DistrictNextKey(2, 10)},
+      {CustomerLastOrderKey(7, 1, 1), CustomerLastOrderKey(7, 1, 3000), DistrictNextKey(7, 1)},
+      {OrderKey(2, 3, 9), OrderKey(2, 3, 9), DistrictNextKey(2, 3)},  // one key
+  };
+  for (const Range& r : ok) {
+    ASSERT_TRUE(RangeCover(r.lo, r.hi, &cover)) << r.lo << ".." << r.hi;
+    EXPECT_EQ(cover, r.cover);
+    EXPECT_EQ(Cover(r.lo), cover);
+    EXPECT_EQ(Cover(r.hi), cover);
+  }
+  const std::pair<Key, Key> refused[] = {
+      {OrderKey(2, 3, 1), OrderKey(2, 4, 1)},                      // two districts
+      {LastNewOrderKey(2, 10), FirstNewOrderKey(3, 1)},            // two warehouses
+      {FirstHistoryKey(2, 3), LastHistoryKey(3, 3)},               // same district number, two warehouses
+      {OrderKey(2, 3, 1), NewOrderKey(2, 3, 1)},                   // two tables
+      {NewOrderKey(2, 3, 1), OrderLineKey(2, 3, 1, 1)},            // two tables
+      {CustomerKey(2, 3, 1), CustomerKey(2, 3, 100)},              // CUSTOMER: not covered
+      {StockKey(2, 1), StockKey(2, 100)},                          // STOCK: not covered
+      {ItemKey(1), ItemKey(100)},                                  // ITEM: not covered
+      {DistrictNextKey(2, 1), DistrictNextKey(2, 10)},             // district-level rows
+      {DistrictYtdKey(2, 3), DistrictYtdKey(2, 3)},                // a cover itself
+      {WarehouseKey(1), WarehouseKey(2)},                          // warehouse-level rows
+  };
+  for (const auto& [lo, hi] : refused) EXPECT_FALSE(RangeCover(lo, hi, &cover)) << lo << ".." << hi;
 }
 
 }  // namespace

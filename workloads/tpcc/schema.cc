@@ -9,14 +9,21 @@ Key Cover(Key k) {
     case kNewOrder:
     case kOrderLine:
     case kCustomerLastOrder:
-    case kNewOrderHead:
       return DistrictNextKey(WarehouseOf(k), DistrictOf(k));
     case kHistory:
-    case kHistorySeq:
       return DistrictYtdKey(WarehouseOf(k), DistrictOf(k));
     default:
       return k;
   }
+}
+
+bool RangeCover(Key lo, Key hi, Key* cover) {
+  if (KeyTable(lo) != KeyTable(hi) || WarehouseOf(lo) != WarehouseOf(hi) || DistrictOf(lo) != DistrictOf(hi))
+    return false;
+  const Key c = Cover(lo);
+  if (c == lo || IsDistrictLevel(KeyTable(lo))) return false;  // not a covered table
+  *cover = c;
+  return true;
 }
 
 }  // namespace tpcc

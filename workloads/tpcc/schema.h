@@ -24,20 +24,26 @@
 //   ORDER_LINE           w << 40 | d << 32 | o << 4 | ol   (ol in 1..15)
 //   ITEM                 i                            (replicated on every partition)
 //   STOCK                w << 40 | i
-// Three index tables, maintained by the txns under a district-level lock:
+// One index table, maintained by New-Order under a district-level lock:
 //   CUSTOMER_LAST_ORDER  w << 40 | d << 32 | c  -> the customer's latest o_id
-//   NEW_ORDER_HEAD       w << 40 | d            -> the district's oldest undelivered o_id
-//   HISTORY_SEQ          w << 40 | d            -> the district's next history seq
+//
+// Ordered tables (storage/ordered_index.h; TableOptions::ordered): NEW_ORDER,
+// ORDER, ORDER_LINE and HISTORY are B+trees, so the accesses that are ordered
+// by nature are range scans (TxnContext::Scan): the order lines of an order
+// (w, d, o, 1..15), the oldest new order of a district (the first NEW_ORDER
+// key of (w, d)), the last 20 orders' lines, a district's next HISTORY seq
+// (its last HISTORY key + 1). Each table's rows of one district are one key
+// range, which the district's cover below covers (RangeCover).
 //
 // Locking: WAREHOUSE and DISTRICT rows are never written after loading, so
 // read locks on them never wait. The lock of DISTRICT_NEXT(w, d) covers
-// (scheduler/procedure.h, KeyCover) every ORDER, NEW_ORDER, ORDER_LINE,
-// CUSTOMER_LAST_ORDER and NEW_ORDER_HEAD row of that district; the lock of
-// DISTRICT_YTD(w, d) covers its HISTORY and HISTORY_SEQ rows. Order ids are
-// only known inside New-Order (D_NEXT_O_ID), so inserts cannot be declared
-// key by key; every txn touching those rows declares the cover instead:
-// New-Order and Delivery write DISTRICT_NEXT, Order-Status and Stock-Level
-// read it; Payment writes DISTRICT_YTD. DISTRICT covers nothing.
+// (scheduler/procedure.h, KeyCover) every ORDER, NEW_ORDER, ORDER_LINE and
+// CUSTOMER_LAST_ORDER row of that district; the lock of DISTRICT_YTD(w, d)
+// covers its HISTORY rows. Order ids are only known inside New-Order
+// (D_NEXT_O_ID), so inserts cannot be declared key by key; every txn
+// touching those rows declares the cover instead: New-Order and Delivery
+// write DISTRICT_NEXT, Order-Status and Stock-Level read it; Payment writes
+// DISTRICT_YTD. DISTRICT covers nothing.
 //
 // Thread-safety: constants and pure functions.
 #ifndef DETDB_WORKLOADS_TPCC_SCHEMA_H_
@@ -55,10 +61,11 @@ namespace detdb {
 namespace tpcc {
 
 // Table ids.
+// (20 and 21 were NEW_ORDER_HEAD and HISTORY_SEQ, index rows that the
+// ordered tables replaced.)
 inline constexpr uint32_t kWarehouse = 10, kDistrict = 11, kCustomer = 12, kHistory = 13, kNewOrder = 14,
                           kOrder = 15, kOrderLine = 16, kItem = 17, kStock = 18, kCustomerLastOrder = 19,
-                          kNewOrderHead = 20, kHistorySeq = 21, kWarehouseYtd = 22, kDistrictYtd = 23,
-                          kDistrictNext = 24;
+                          kWarehouseYtd = 22, kDistrictYtd = 23, kDistrictNext = 24;
 // The first and last TPC-C table ids.
 inline constexpr uint32_t kFirstTable = kWarehouse, kLastTable = kDistrictNext;
 
@@ -147,12 +154,8 @@ struct StockRow {
   char data[50];
 };
 
-struct OrderIdRow {   // CUSTOMER_LAST_ORDER, NEW_ORDER_HEAD
+struct OrderIdRow {   // CUSTOMER_LAST_ORDER
   int32_t o_id, unused;
-};
-
-struct SeqRow {       // HISTORY_SEQ
-  uint64_t next;
 };
 
 // ---- Keys ----
@@ -179,18 +182,33 @@ inline constexpr Key StockKey(uint32_t w, uint32_t i) { return MakeKey(kStock, W
 inline constexpr Key CustomerLastOrderKey(uint32_t w, uint32_t d, uint32_t c) {
   return MakeKey(kCustomerLastOrder, W(w) | D(d) | c);
 }
-inline constexpr Key NewOrderHeadKey(uint32_t w, uint32_t d) { return MakeKey(kNewOrderHead, W(w) | d); }
-inline constexpr Key HistorySeqKey(uint32_t w, uint32_t d) { return MakeKey(kHistorySeq, W(w) | d); }
+
+// The tables that are B+trees (TableOptions::ordered).
+inline constexpr bool IsOrdered(uint32_t table) {
+  return table == kNewOrder || table == kOrder || table == kOrderLine || table == kHistory;
+}
+// Key ranges of one district's rows (inclusive), for TxnContext::Scan.
+inline constexpr uint32_t kMaxOrderId = (1u << 28) - 1;  // order lines keep 28 bits of o_id
+inline constexpr Key FirstNewOrderKey(uint32_t w, uint32_t d) { return NewOrderKey(w, d, 0); }
+inline constexpr Key LastNewOrderKey(uint32_t w, uint32_t d) { return NewOrderKey(w, d, kMaxOrderId); }
+inline constexpr Key FirstHistoryKey(uint32_t w, uint32_t d) { return HistoryKey(w, d, 0); }
+inline constexpr Key LastHistoryKey(uint32_t w, uint32_t d) { return HistoryKey(w, d, 0xFFFFFFFFu); }
+// The order lines of orders [first_o, last_o] of (w, d).
+inline constexpr Key FirstOrderLineKey(uint32_t w, uint32_t d, uint32_t first_o) {
+  return OrderLineKey(w, d, first_o, 0);
+}
+inline constexpr Key LastOrderLineKey(uint32_t w, uint32_t d, uint32_t last_o) {
+  return OrderLineKey(w, d, last_o, kMaxOrderLines);
+}
 
 // The warehouse of any key but ITEM's.
 inline constexpr uint32_t WarehouseOf(Key k) { return static_cast<uint32_t>(KeyRow(k) >> 40) & 0xFFFF; }
 // True for the tables keyed w << 40 | d (one row per district).
 inline constexpr bool IsDistrictLevel(uint32_t table) {
-  return table == kDistrict || table == kDistrictYtd || table == kDistrictNext || table == kNewOrderHead ||
-         table == kHistorySeq;
+  return table == kDistrict || table == kDistrictYtd || table == kDistrictNext;
 }
 // The district of a district-level key (DISTRICT, DISTRICT_YTD,
-// DISTRICT_NEXT, NEW_ORDER_HEAD, HISTORY_SEQ) or a row below a district
+// DISTRICT_NEXT) or a row below a district
 // (CUSTOMER, HISTORY, ORDER, ...).
 inline constexpr uint32_t DistrictOf(Key k) {
   return IsDistrictLevel(KeyTable(k)) ? static_cast<uint32_t>(KeyRow(k) & 0xFF)
@@ -198,10 +216,15 @@ inline constexpr uint32_t DistrictOf(Key k) {
 }
 
 // KeyCover: DISTRICT_NEXT(w, d) covers the order-side rows of (w, d)
-// (ORDER, NEW_ORDER, ORDER_LINE, CUSTOMER_LAST_ORDER, NEW_ORDER_HEAD),
-// DISTRICT_YTD(w, d) its HISTORY and HISTORY_SEQ rows; every other key
-// covers only itself.
+// (ORDER, NEW_ORDER, ORDER_LINE, CUSTOMER_LAST_ORDER), DISTRICT_YTD(w, d)
+// its HISTORY rows; every other key covers only itself.
 Key Cover(Key k);
+
+// RangeCover: a range of one covered table within one district (all keys
+// between two such keys are of the same table, warehouse and district,
+// since w and d are the high bits of the row) is covered by that
+// district's cover key.
+bool RangeCover(Key lo, Key hi, Key* cover);
 
 // Warehouse w lives on partition (w - 1) % n; ITEM keys (replicated, never
 // locked) map to partition 0.
