@@ -14,6 +14,7 @@ class InProcessPeerHub::Link final : public PeerLink {
   Link(InProcessPeerHub* hub, uint32_t node, uint32_t num_nodes) : hub_(hub), node_(node), num_nodes_(num_nodes) {}
 
   uint32_t node_id() const override { return node_; }
+  PeerHandler* attached_handler() const { return handler_; }
   uint32_t num_nodes() const override { return num_nodes_; }
   uint32_t NodeOf(PartitionId p) const override { return hub_->node_of_.at(p); }
   void SetHandler(PeerHandler* handler) override { handler_ = handler; }
@@ -36,6 +37,7 @@ class InProcessPeerHub::Link final : public PeerLink {
     hub_->Deliver(node_, node, [&] { handler(node)->OnPeerResult(node_, result); });
   }
   void SetDurableEpoch(uint64_t epoch) override {
+    hub_->durable_[node_].store(epoch);
     for (uint32_t n = 0; n < num_nodes_; ++n)
       if (n != node_) hub_->Deliver(node_, n, [&] { handler(n)->OnPeerDurable(node_, epoch); });
   }
@@ -65,10 +67,12 @@ InProcessPeerHub::InProcessPeerHub(std::vector<uint32_t> node_of)
   const uint32_t n = node_of_.empty() ? 0 : *std::max_element(node_of_.begin(), node_of_.end()) + 1;
   up_ = std::make_unique<std::atomic<bool>[]>(n);
   busy_ = std::make_unique<std::atomic<int64_t>[]>(n);
+  durable_ = std::make_unique<std::atomic<uint64_t>[]>(n);
   for (uint32_t i = 0; i < n; ++i) {
     links_.push_back(std::make_unique<Link>(this, i, n));
     up_[i].store(true);
     busy_[i].store(0);
+    durable_[i].store(0);
   }
 }
 
@@ -92,6 +96,12 @@ void InProcessPeerHub::Detach(uint32_t node) {
   while (busy_[node].load() != 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 
-void InProcessPeerHub::Attach(uint32_t node) { up_[node].store(true); }
+void InProcessPeerHub::Attach(uint32_t node) {
+  up_[node].store(true);
+  PeerHandler* h = links_.at(node)->attached_handler();
+  if (h == nullptr) return;
+  for (uint32_t n = 0; n < links_.size(); ++n)
+    if (n != node) Deliver(n, node, [&] { h->OnPeerDurable(n, durable_[n].load()); });
+}
 
 }  // namespace detdb

@@ -89,7 +89,9 @@ class PeerLink : public Transport {
 // A node can die and come back (tests of a rejoin): Detach(n) drops every
 // message to or from n from then on, as with a killed process (its engine
 // may still run until it is destroyed); a new engine for n registers its
-// handler and receivers through link(n), then Attach(n) connects it.
+// handler and receivers through link(n), then Attach(n) connects it and
+// hands it every attached node's last durable epoch (the ZeroMQ link
+// carries it on every frame, so a peer whose log stalls still tells it).
 class InProcessPeerHub {
  public:
   // node_of[p] is the node serving partition p.
@@ -118,6 +120,7 @@ class InProcessPeerHub {
   std::atomic<uint64_t> refused_reads_{0};
   std::unique_ptr<std::atomic<bool>[]> up_;        // by node
   std::unique_ptr<std::atomic<int64_t>[]> busy_;   // by node: deliveries in progress to or from it
+  std::unique_ptr<std::atomic<uint64_t>[]> durable_;  // by node: its last SetDurableEpoch
 };
 
 }  // namespace detdb
