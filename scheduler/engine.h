@@ -427,6 +427,9 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // to the schedulers, noting the results awaited (engine_recovery.cc).
   absl::StatusOr<Replayed> LoadAndReplay(uint64_t resume, std::optional<uint64_t> checkpoint_epoch,
                                          bool every_node_holds);
+  // A rejoin's replay: the logged batches kept for the peers whose logs
+  // lag ours (engine_recovery.cc). REQUIRES: retention_ set.
+  void KeepReplayedBatches(const std::vector<std::shared_ptr<pb::Batch>>& batches);
   // Ends the buffering of peer results that came before replay noted what
   // it awaits, and hands the buffered ones on.
   void CloseEarlyResults();

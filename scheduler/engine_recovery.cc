@@ -1,5 +1,6 @@
 // Engine's input-log part: recovery and replay at Start, the peers' durable
 // epochs, the log's failure. See scheduler/log_stage.h and docs/DURABILITY.md.
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -48,7 +49,6 @@ absl::StatusOr<Engine::Replayed> Engine::LoadAndReplay(uint64_t resume, std::opt
   // Every txn from the checkpoint on runs again here, and sends its reads
   // and results again: kept for the peers from there (a rejoin of theirs).
   if (retention_ != nullptr) retention_->Start(*from + 1);
-  replay_floor_.store(resume, std::memory_order_release);
   const uint32_t self = options_.peers != nullptr ? options_.peers->node_id() : 0;
   uint64_t own_bytes = 0;
   for (const auto& b : in->batches) {
@@ -66,12 +66,39 @@ absl::StatusOr<Engine::Replayed> Engine::LoadAndReplay(uint64_t resume, std::opt
                                               b->sequencer_id(), " epoch ", b->epoch(), ": ", s.message()));
     }
   }
+  if (retention_ != nullptr && !every_node_holds) KeepReplayedBatches(in->batches);
+  // Only now do our STATE answers count the log's epochs as received here.
+  replay_floor_.store(resume, std::memory_order_release);
   submitted_.fetch_add(out.own, std::memory_order_acq_rel);
   pending_bytes_.fetch_add(own_bytes, std::memory_order_acq_rel);
   replayed_.store(out.total, std::memory_order_relaxed);
   for (const auto& b : in->batches) EnqueueLocal(b);
   out.last_id = in->last_id;
   return out;
+}
+
+void Engine::KeepReplayedBatches(const std::vector<std::shared_ptr<pb::Batch>>& batches) {
+  // Our STATE answer counts every epoch of our log as received here
+  // (next_expected), and a peer whose log lags ours may still lose those
+  // epochs in a crash of its own: its batches we received and our parts
+  // for it are kept again, as if just received and sent, each until that
+  // peer's log holds its epoch (review finding 2b). Those up to the
+  // checkpoint we restored (before `batches`) are in every peer's log: a
+  // checkpoint is published only once its epoch is durable on every node.
+  const uint32_t self = options_.peers->node_id();
+  uint64_t lowest = UINT64_MAX;  // the lowest durable epoch of a peer, as we heard it
+  for (uint32_t n = 0; n < options_.peers->num_nodes(); ++n)
+    if (n != self) lowest = std::min(lowest, retention_->durable(n));
+  for (const auto& b : batches) {
+    if (b->epoch() <= lowest) continue;  // every peer's log holds it
+    if (b->sequencer_id() != self) {
+      retention_->OnReceivedBatch(b->sequencer_id(), b);
+      continue;
+    }
+    std::vector<std::shared_ptr<pb::Batch>> parts = Parts(*b);
+    for (uint32_t n = 0; n < parts.size(); ++n)
+      if (parts[n] != nullptr) retention_->OnSentBatch(n, std::move(parts[n]));
+  }
 }
 
 void Engine::CloseEarlyResults() {

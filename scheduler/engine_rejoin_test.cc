@@ -11,6 +11,10 @@
 //   live nodes is answered, and every partition's digest at a common
 //   boundary equals the serial replay. With checkpoints, the node rejoins
 //   from its newest one and the peers have let go of what lies before it.
+// - Two failures in a row (review finding 2b): node B's disk stalls, A
+//   dies and rejoins, replaying epochs B's log lacks; then B dies and
+//   rejoins: it gets them from A, and every partition equals the serial
+//   replay.
 // - A restart of every node where one node's replay outlasts the peer
 //   window (review finding 1): the other node's batches for epochs past the
 //   window are taken, not refused, and new txns are answered.
@@ -30,197 +34,11 @@
 #include "scheduler/engine.h"
 #include "scheduler/engine_test_util.h"
 #include "scheduler/peer_link.h"
-#include "scheduler/serial_executor.h"
-#include "sequencer/input_log.h"
+#include "scheduler/rejoin_test_world.h"
 
 namespace detdb {
 namespace {
-using namespace testing_util;  // NOLINT
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-constexpr uint32_t kNodes = 3;
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-
-uint64_t NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// Every txn a client of node n ever got an answer for, by client seq.
-struct Answers {
-  std::mutex mu;
-  std::map<uint64_t, pb::TxnResult> by_seq;
-  bool duplicate = false;
-};
-
-// One engine incarnation's results sink: forwards into the node's answers.
-class Sink : public TxnClient {
- public:
-  explicit Sink(Answers* a) : a_(a) {}
-  void OnResult(const pb::TxnResult& r) override {
-    std::lock_guard<std::mutex> l(a_->mu);
-    auto [it, fresh] = a_->by_seq.emplace(r.client_seq(), r);
-    if (!fresh && (it->second.txn_id() != r.txn_id() || it->second.result() != r.result() ||
-                   it->second.status() != r.status()))
-      a_->duplicate = true;  // a replayed answer must be the original one
-    ++count;
-  }
-  std::atomic<int> count{0};
-
- private:
-  Answers* const a_;
-};
-
-struct World {
-  explicit World(bool checkpoints) : checkpoints(checkpoints) {
-    CHECK(RegisterTestProcedures(&procs).ok());
-    CHECK(procs.Register(kRandomTxnType, "random", &RandomProcedure).ok());
-    for (uint32_t n = 0; n < kNodes; ++n) {
-      fs.push_back(std::make_unique<FaultInjectingFileSystem>());
-      answers.push_back(std::make_unique<Answers>());
-      engines.emplace_back(nullptr);
-    }
-  }
-  ~World() {
-    for (auto& e : engines)
-      if (e != nullptr) (void)e->Stop(seconds(2));
-  }
-
-  std::unique_ptr<Engine> Make(uint32_t n) {
-    sinks.push_back(std::make_unique<Sink>(answers[n].get()));
-    EngineOptions o;
-    o.workers = 2;
-    o.lock.table_size = 64;
-    o.lock.max_active = 50;
-    o.epoch_us = kSanitized ? 3000 : 1000;  // a sanitized engine keeps up with its clock
-    o.peers = hub.link(n);
-    o.results = sinks.back().get();
-    o.log.dir = "/log";
-    o.log.fs = fs[n].get();
-    o.log.segment_bytes = 32 << 10;
-    o.rejoin_progress_timeout = rejoin_timeout;
-    o.rejoin_retention_bytes = retention_bytes;
-    if (checkpoints) o.checkpoint.dir = "/ckpt";
-    // The writer stalls before its fsync while this node is `frozen` (a slow disk).
-    o.log.crash_hook = [this, n](std::string_view point) {
-      while (point == "log_written" && frozen.load() == static_cast<int>(n))
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-    };
-    auto e = Engine::Create(o, &parts, &procs);
-    CHECK(e.ok()) << e.status();
-    for (PartitionId p : (*e)->local_partitions())
-      CHECK(LoadCounterTable((*e)->store(p), parts, p, kRecordsPerPartition).ok());
-    return std::move(*e);
-  }
-
-  const bool checkpoints;
-  std::chrono::milliseconds rejoin_timeout{60000};  // for engines made from now on
-  uint64_t retention_bytes = 64u << 20;             // likewise
-  std::atomic<int> frozen{-1};
-  ProcedureRegistry procs;
-  ModPartitioner parts{kNodes};
-  InProcessPeerHub hub{{0, 1, 2}};
-  std::vector<std::unique_ptr<FaultInjectingFileSystem>> fs;
-  std::vector<std::unique_ptr<Answers>> answers;
-  std::vector<std::unique_ptr<Sink>> sinks;  // every incarnation's (kept: the engines point to them)
-  std::vector<std::unique_ptr<Engine>> engines;
-};
-
-int Answered(Answers* a) {
-  std::lock_guard<std::mutex> l(a->mu);
-  return static_cast<int>(a->by_seq.size());
-}
-
-// Submits node n's txns in groups while allowed; a refused group is tried
-// again (the node is overloaded, not ready, or its log failed).
-class Feeder {
- public:
-  Feeder(World* w, uint32_t n, uint64_t seed) : w_(w), n_(n), txns_(RandomTxns(seed, 40000, kNodes, 100 + n)) {}
-  ~Feeder() { Stop(); }
-  void Start() {
-    stop_ = false;
-    // Txns unanswered now may be lost with a dead node: not counted.
-    const uint64_t answered = static_cast<uint64_t>(Answered(w_->answers[n_].get()));
-    slack_ = next_ > answered ? next_ - answered : 0;
-    thread_ = std::thread([this] { Run(); });
-  }
-  void Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  // Txns accepted by the engine (client seqs below this one).
-  uint64_t accepted() const { return next_.load(); }
-  // n more at once (the feeder runs).
-  void Burst(size_t n) { burst_ += n; }
-
- private:
-  void Run() {
-    while (!stop_) {
-      const uint64_t at = next_.load();
-      // At most ~300 unanswered (beyond those of bursts, which a crash may lose).
-      if (at > static_cast<uint64_t>(Answered(w_->answers[n_].get())) + 300 + bursted_ + slack_) {
-        std::this_thread::sleep_for(milliseconds(3));
-        continue;
-      }
-      const uint64_t burst = burst_.exchange(0);
-      bursted_ += burst;
-      const uint64_t n = 10 + burst;
-      if (at + n > txns_.size()) break;
-      std::vector<pb::Txn> group(txns_.begin() + at, txns_.begin() + at + n);
-      if (w_->engines[n_]->SubmitMany(&group).ok()) next_ += n;
-      std::this_thread::sleep_for(milliseconds(3));
-    }
-  }
-  World* const w_;
-  const uint32_t n_;
-  const std::vector<pb::Txn> txns_;
-  std::atomic<uint64_t> next_{0}, burst_{0};
-  uint64_t bursted_ = 0, slack_ = 0;  // feeder thread (slack_: set by Start)
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
-
-// Every node's partition digests at the boundary of `epoch`, taken at once.
-std::map<PartitionId, uint64_t> SnapshotAll(World* w, uint64_t epoch) {
-  std::map<PartitionId, uint64_t> out;
-  std::mutex mu;
-  std::vector<std::thread> t;
-  for (uint32_t n = 0; n < kNodes; ++n)
-    t.emplace_back([&, n] {
-      auto d = w->engines[n]->SnapshotDigests(epoch, seconds(60));
-      std::lock_guard<std::mutex> l(mu);
-      EXPECT_TRUE(d.ok()) << "node " << n << ": " << d.status();
-      if (d.ok())
-        for (auto [p, digest] : *d) out[p] = digest;
-    });
-  for (auto& th : t) th.join();
-  return out;
-}
-
-// Takes a checkpoint of one epoch on every node (asked ~100 ms ahead).
-uint64_t CheckpointAll(World* w) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    uint64_t epoch = 0;
-    for (auto& e : w->engines) epoch = std::max(epoch, e->open_epoch());
-    epoch += 100;
-    std::vector<absl::Status> st(kNodes);
-    std::vector<std::thread> t;
-    for (uint32_t n = 0; n < kNodes; ++n)
-      t.emplace_back([&, n] { st[n] = w->engines[n]->Checkpoint(epoch, seconds(60)).status(); });
-    for (auto& th : t) th.join();
-    if (std::all_of(st.begin(), st.end(), [](const absl::Status& s) { return s.ok(); })) return epoch;
-    for (const absl::Status& s : st) EXPECT_TRUE(s.ok() || absl::IsFailedPrecondition(s)) << s;
-  }
-  ADD_FAILURE() << "no checkpoint every node took";
-  return 0;
-}
+using namespace rejoin_testing;  // NOLINT
 
 struct RejoinCase {
   uint64_t seed;
@@ -235,14 +53,7 @@ TEST_P(EngineRejoinTest, ANodeKilledAndRestartedRejoinsAndEveryoneEqualsTheSeria
   std::mt19937_64 rng(c.seed);
   World w(c.checkpoints);
   for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
-  {
-    const uint64_t start_us = NowMicros() + 20000;
-    std::vector<absl::Status> st(kNodes);
-    std::vector<std::thread> t;
-    for (uint32_t n = 0; n < kNodes; ++n) t.emplace_back([&, n] { st[n] = w.engines[n]->Start(start_us); });
-    for (auto& th : t) th.join();
-    for (const absl::Status& s : st) ASSERT_TRUE(s.ok()) << s;
-  }
+  ASSERT_NO_FATAL_FAILURE(StartAll(&w));
   std::vector<std::unique_ptr<Feeder>> feeders;
   for (uint32_t n = 0; n < kNodes; ++n) {
     feeders.push_back(std::make_unique<Feeder>(&w, n, 1000 * c.seed + n));
@@ -327,67 +138,13 @@ TEST_P(EngineRejoinTest, ANodeKilledAndRestartedRejoinsAndEveryoneEqualsTheSeria
   EXPECT_GE(requests, 3u * (kNodes - 1)) << "state, batches and messages from every peer";
   for (auto& e : w.engines) ASSERT_TRUE(e->Stop(seconds(30)).ok());
 
-  // The global order: every node's own batches, from its log.
-  std::vector<pb::Txn> order;
-  std::set<std::pair<uint64_t, uint64_t>> seen;
-  for (uint32_t n = 0; n < kNodes; ++n) {
-    RecoveryOptions ro;
-    ro.fs = w.fs[n].get();
-    auto records = ReadInputLog("/log", ro);
-    ASSERT_TRUE(records.ok()) << records.status();
-    uint64_t next = 0;
-    for (const LogRecord& r : *records) {
-      if (r.header.sequencer_id != n) continue;
-      if (next != 0) {
-        EXPECT_EQ(r.header.epoch, next) << "node " << n << "'s own epochs are consecutive";
-      }
-      next = r.header.epoch + 1;
-      pb::Batch b;
-      ASSERT_TRUE(b.ParseFromString(r.payload));
-      for (const pb::Txn& t : b.txns()) {
-        ASSERT_TRUE(seen.emplace(t.client_id(), t.client_seq()).second)
-            << "client " << t.client_id() << " seq " << t.client_seq() << " sequenced twice";
-        if (EpochBatcher::IdEpoch(t.id()) < boundary) order.push_back(t);
-      }
-    }
-    if (!c.checkpoints) {
-      EXPECT_EQ(records->front().header.epoch, 1u) << "node " << n << "'s log is whole";
-    }
-  }
-  std::sort(order.begin(), order.end(), [](const pb::Txn& a, const pb::Txn& b) { return a.id() < b.id(); });
-  std::vector<std::unique_ptr<PartitionStore>> stores;
-  std::vector<PartitionStore*> raw;
-  for (PartitionId p = 0; p < kNodes; ++p) {
-    stores.push_back(std::make_unique<PartitionStore>());
-    ASSERT_TRUE(LoadCounterTable(stores.back().get(), w.parts, p, kRecordsPerPartition).ok());
-    raw.push_back(stores.back().get());
-  }
-  SerialExecutor serial(&w.parts, &w.procs, raw);
-  std::vector<int> in_order(kNodes, 0);
-  for (const pb::Txn& t : order) {
-    const pb::TxnResult want = serial.Execute(t);
-    Answers& a = *w.answers[t.origin_node()];
-    std::lock_guard<std::mutex> l(a.mu);
-    auto it = a.by_seq.find(t.client_seq());
-    if (it == a.by_seq.end()) {
-      // Only the dead node's txns of epochs up to its checkpoint may be
-      // unanswered by now (answered before the crash, or never: the
-      // rejoin replays after the checkpoint).
-      EXPECT_TRUE(t.origin_node() == dead && EpochBatcher::IdEpoch(t.id()) <= checkpoint)
-          << "txn " << t.id() << " of node " << t.origin_node() << " was never answered";
-      continue;
-    }
-    ++in_order[t.origin_node()];
-    ASSERT_EQ(it->second.txn_id(), t.id());
-    ASSERT_EQ(it->second.status(), want.status()) << "txn " << t.id();
-    ASSERT_EQ(it->second.result(), want.result()) << "txn " << t.id();
-  }
-  for (uint32_t n = 0; n < kNodes; ++n) {
-    EXPECT_FALSE(w.answers[n]->duplicate) << "node " << n << " gave two answers to one txn";
-    EXPECT_EQ(in_order[n], Answered(w.answers[n].get())) << "every answer of node " << n << " is in the log";
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectTheSerialReplay(&w, boundary, digests, [&](const pb::Txn& t) {
+    // Only the dead node's txns of epochs up to its checkpoint may be
+    // unanswered by now (answered before the crash, or never: the rejoin
+    // replays after the checkpoint).
+    return t.origin_node() == dead && EpochBatcher::IdEpoch(t.id()) <= checkpoint;
+  }));
   EXPECT_GT(Answered(w.answers[dead].get()), answered_before) << "the rejoined node answers again";
-  for (PartitionId p = 0; p < kNodes; ++p) EXPECT_EQ(digests.at(p), raw[p]->Digest()) << "partition " << p;
 }
 
 // Fewer under a sanitizer (2 shared cores in CI).
@@ -410,14 +167,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(EngineRejoin, APeerThatNeverAnswersFailsTheRejoinNamingIt) {
   World w(false);
   for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
-  {
-    const uint64_t start_us = NowMicros() + 20000;
-    std::vector<absl::Status> st(kNodes);
-    std::vector<std::thread> t;
-    for (uint32_t n = 0; n < kNodes; ++n) t.emplace_back([&, n] { st[n] = w.engines[n]->Start(start_us); });
-    for (auto& th : t) th.join();
-    for (const absl::Status& s : st) ASSERT_TRUE(s.ok()) << s;
-  }
+  ASSERT_NO_FATAL_FAILURE(StartAll(&w));
   while (w.engines[0]->open_epoch() < 20) std::this_thread::sleep_for(milliseconds(1));
   const uint32_t dead = 0, silent = 2;
   w.hub.Detach(dead);
@@ -442,14 +192,7 @@ TEST(EngineRejoin, PeersThatDroppedWhatTheReplayNeedsRefuseTheRejoin) {
   World w(false);
   w.retention_bytes = 4 << 10;
   for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
-  {
-    const uint64_t start_us = NowMicros() + 20000;
-    std::vector<absl::Status> st(kNodes);
-    std::vector<std::thread> t;
-    for (uint32_t n = 0; n < kNodes; ++n) t.emplace_back([&, n] { st[n] = w.engines[n]->Start(start_us); });
-    for (auto& th : t) th.join();
-    for (const absl::Status& s : st) ASSERT_TRUE(s.ok()) << s;
-  }
+  ASSERT_NO_FATAL_FAILURE(StartAll(&w));
   const uint32_t dead = 0;
   {
     std::vector<std::unique_ptr<Feeder>> feeders;
@@ -475,6 +218,108 @@ TEST(EngineRejoin, PeersThatDroppedWhatTheReplayNeedsRefuseTheRejoin) {
   EXPECT_NE(s.message().find("keeps the remote reads and results it sent to node 0 from epoch"), std::string::npos)
       << s;
   EXPECT_NE(s.message().find("restart every node"), std::string::npos) << s;
+}
+
+// Two failures one after the other (review finding 2b). Node B's disk
+// stalls before an fsync; txns of B's client that touch only node A's
+// partition are sequenced by B after its durable epoch, and executed and
+// logged by A alone. A dies and rejoins, replaying them from its log; then
+// B dies before its log held them, and rejoins. Only A's log held B's
+// batches of those epochs and A's batches for B: A keeps them for B as it
+// replays. (Before, B rebuilt those epochs without the txns A had executed,
+// a silent divergence, and waited for A's batches until its progress
+// deadline.) Both rejoins succeed, every txn is answered, new ones too, and
+// every partition equals the serial replay.
+TEST(EngineRejoin, ANodeThatDiesAfterAnotherRejoinedGetsWhatOnlyTheOthersLogHeld) {
+  World w(false);
+  for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
+  ASSERT_NO_FATAL_FAILURE(StartAll(&w));
+  const uint32_t a = 0, b = 1, c = 2;
+  std::vector<std::unique_ptr<Feeder>> feeders;
+  for (uint32_t n = 0; n < kNodes; ++n) feeders.push_back(std::make_unique<Feeder>(&w, n, 500 + n));
+  std::vector<int> extra(kNodes, 0);  // answers beyond the feeder's txns
+  // Feeds every node until each answered `more` txns more, then waits until
+  // each answered every txn it accepted.
+  auto feed = [&](int more) {
+    std::vector<int> target(kNodes);
+    for (uint32_t n = 0; n < kNodes; ++n) target[n] = Answered(w.answers[n].get()) + more;
+    for (auto& f : feeders) f->Start();
+    for (uint32_t n = 0; n < kNodes; ++n)
+      for (int i = 0; i < 60000 && Answered(w.answers[n].get()) < target[n]; ++i)
+        std::this_thread::sleep_for(milliseconds(1));
+    for (auto& f : feeders) f->Stop();
+    for (uint32_t n = 0; n < kNodes; ++n) {
+      const int want = static_cast<int>(feeders[n]->accepted()) + extra[n];
+      for (int i = 0; i < 60000 && Answered(w.answers[n].get()) < want; ++i)
+        std::this_thread::sleep_for(milliseconds(1));
+      ASSERT_EQ(Answered(w.answers[n].get()), want) << "node " << n;
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(feed(100));
+
+  // B's disk stalls before its next fsync: its durable epoch stays below
+  // `first`. Its client's txns now touch only A's partition: A executes
+  // them alone (no read of B's needed) and logs them.
+  w.frozen = static_cast<int>(b);
+  const uint64_t first = w.engines[b]->open_epoch();
+  std::vector<pb::Txn> only_a;
+  for (int i = 0; i < 50; ++i) {
+    pb::Txn t;
+    t.set_type(kRmwTxnType);
+    t.set_client_id(100 + b);       // the feeder's client,
+    t.set_client_seq(1000000 + i);  // with seqs it never uses
+    const Key k = MakeKey(kCounterTable, kNodes * (i % kRecordsPerPartition) + a);
+    t.add_read_set(k);
+    t.add_write_set(k);
+    only_a.push_back(std::move(t));
+  }
+  ASSERT_TRUE(w.engines[b]->SubmitMany(&only_a).ok());
+  extra[b] = 50;
+  const uint64_t last = w.engines[b]->open_epoch();
+  for (int i = 0; i < 60000 && w.engines[a]->stats().durable_epoch <= last; ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_GT(w.engines[a]->stats().durable_epoch, last) << "A's log holds them";
+
+  // A dies (its log keeps what it synced) and rejoins; B's disk still stalls.
+  w.hub.Detach(a);
+  w.fs[a]->SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
+  (void)w.engines[a]->Stop(milliseconds(0));
+  w.engines[a].reset();
+  w.engines[a] = w.Make(a);
+  ASSERT_TRUE(w.engines[a]->RecoverLog().ok());
+  w.hub.Attach(a);
+  {
+    absl::Status s = w.engines[a]->Rejoin(w.engines[c]->clock());
+    ASSERT_TRUE(s.ok()) << "A: " << s;
+  }
+
+  // B dies before its log held the epochs A replayed, and rejoins (a
+  // missing batch of A's fails it after the progress deadline).
+  ASSERT_LT(w.engines[b]->stats().durable_epoch, first) << "B's log lacks the epochs of the txns";
+  w.fs[b]->SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
+  w.hub.Detach(b);
+  w.frozen = -1;
+  (void)w.engines[b]->Stop(milliseconds(0));
+  w.engines[b].reset();
+  w.rejoin_timeout = seconds(20);
+  w.engines[b] = w.Make(b);
+  ASSERT_TRUE(w.engines[b]->RecoverLog().ok());
+  w.hub.Attach(b);
+  {
+    absl::Status s = w.engines[b]->Rejoin(w.engines[c]->clock());
+    ASSERT_TRUE(s.ok()) << "B: " << s;
+  }
+  EXPECT_EQ(Answered(w.answers[b].get()), static_cast<int>(feeders[b]->accepted()) + extra[b])
+      << "B answers the txns A executed";
+
+  ASSERT_NO_FATAL_FAILURE(feed(50));
+  uint64_t boundary = 0;
+  for (auto& e : w.engines) boundary = std::max(boundary, e->open_epoch());
+  boundary += 100;
+  const std::map<PartitionId, uint64_t> digests = SnapshotAll(&w, boundary);
+  ASSERT_EQ(digests.size(), kNodes);
+  for (auto& e : w.engines) ASSERT_TRUE(e->Stop(seconds(30)).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectTheSerialReplay(&w, boundary, digests, [](const pb::Txn&) { return false; }));
 }
 
 // ---- Review finding 1: a replay longer than the peer window.
