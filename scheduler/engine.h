@@ -65,6 +65,8 @@
 
 namespace detdb {
 
+struct RejoinPlanInput;  // scheduler/rejoin_plan.h
+
 class TxnClient {
  public:
   virtual ~TxnClient() = default;
@@ -110,6 +112,12 @@ struct EngineOptions {
   // moved) fails with DeadlineExceeded naming the peer or the epoch,
   // rather than waiting forever.
   std::chrono::milliseconds rejoin_progress_timeout{60000};
+  // Cluster mode: a peer's answer to a rejoining node's STATE request
+  // carries about this many bytes of its batches (at least one; a batch is
+  // at most EpochBatcher::kMaxBatchBytes plus one txn), and the node asks
+  // again for the rest: below the link's frame limit (ZmqPeerNetOptions::
+  // max_frame_bytes, 256 MiB), however many bulk loads the node missed.
+  uint64_t rejoin_reply_bytes = 32u << 20;
   // Cluster mode: the link to the other nodes (must outlive the engine).
   // Only partitions with peers->NodeOf(p) == peers->node_id() are served
   // here; txn ids follow EpochBatcher::IdScheme::kEpochSequencer.
@@ -437,9 +445,14 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   absl::Status CheckSchemas() const;
   // Rejoin's parts (engine_rejoin.cc).
   absl::Status RejoinSteps(const ClusterClock& clock);
-  // Sends request to every peer and waits for all answers (resending now
-  // and then); an answer's error fails it.
-  absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> AskEveryPeer(pb::RejoinRequest request);
+  // Sends request to every peer (AskPeers: each node its own) and waits
+  // for all answers (resending now and then); an answer's error fails it.
+  absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> AskEveryPeer(const pb::RejoinRequest& request);
+  absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> AskPeers(const std::map<uint32_t, pb::RejoinRequest>& requests);
+  // Rejoin step 1: every peer's STATE, page by page (our batches it holds
+  // after own_floor, checked; its next_expected and our durable epoch),
+  // into pin->peers. REQUIRES: pin->max_epoch set.
+  absl::Status AskPeersState(uint64_t own_floor, RejoinPlanInput* pin);
   uint64_t SendRejoinRequest(uint32_t node, pb::RejoinRequest request);  // returns its id
   void ResendRejoinRequest(uint64_t id);
   // The answer to request id once it came (the call is then forgotten).

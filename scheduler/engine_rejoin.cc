@@ -57,7 +57,11 @@ void Engine::OnRejoinRequest(uint32_t node, const pb::RejoinRequest& req) {
   }
   switch (req.kind()) {
     case pb::RejoinRequest::STATE: {
-      for (const auto& b : retention_->ReceivedAfter(node, req.own_floor())) *reply.add_received() = *b;
+      // A page: one frame must stay below the link's limit (review finding 7).
+      bool more = false;
+      for (const auto& b : retention_->ReceivedAfter(node, req.own_floor(), req.max_bytes(), &more))
+        *reply.add_received() = *b;
+      reply.set_more(more);
       uint64_t next;
       {
         std::lock_guard<std::mutex> l(window_mu_);
@@ -67,7 +71,8 @@ void Engine::OnRejoinRequest(uint32_t node, const pb::RejoinRequest& req) {
       reply.set_next_expected(std::max(next, replay_floor_.load(std::memory_order_acquire) + 1));
       reply.set_requester_durable(retention_->durable(node));
       LOG(INFO) << "node " << node << " rejoins: it may lack its batches after epoch " << req.own_floor()
-                << "; we hold " << reply.received_size() << " of them and all before epoch " << reply.next_expected();
+                << "; we hold " << reply.received_size() << (more ? " (and more)" : "")
+                << " of them and all before epoch " << reply.next_expected();
       break;
     }
     case pb::RejoinRequest::BATCHES: {
@@ -165,12 +170,18 @@ void Engine::ForgetRejoinRequest(uint64_t id) {
   rejoin_calls_.erase(id);
 }
 
-absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> Engine::AskEveryPeer(pb::RejoinRequest request) {
-  const uint32_t self = options_.peers->node_id();
+absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> Engine::AskEveryPeer(const pb::RejoinRequest& request) {
+  std::map<uint32_t, pb::RejoinRequest> requests;
+  for (uint32_t n = 0; n < options_.peers->num_nodes(); ++n)
+    if (n != options_.peers->node_id()) requests[n] = request;
+  return AskPeers(requests);
+}
+
+absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> Engine::AskPeers(
+    const std::map<uint32_t, pb::RejoinRequest>& requests) {
   std::map<uint32_t, uint64_t> asked;  // node -> request id
   std::map<uint32_t, Clock::time_point> asked_at;
-  for (uint32_t n = 0; n < options_.peers->num_nodes(); ++n) {
-    if (n == self) continue;
+  for (const auto& [n, request] : requests) {
     asked[n] = SendRejoinRequest(n, request);
     asked_at[n] = Clock::now();
   }
@@ -190,7 +201,7 @@ absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> Engine::AskEveryPeer(pb::Rej
         if (!out.contains(n)) absl::StrAppend(&silent, silent.empty() ? "" : ", ", n);
       forget();
       return absl::DeadlineExceededError(absl::StrCat(
-          "rejoin (", KindName(request.kind()), "): no answer from node(s) ", silent, " after ",
+          "rejoin (", KindName(requests.begin()->second.kind()), "): no answer from node(s) ", silent, " after ",
           options_.rejoin_progress_timeout.count(), " ms (down, or unreachable?); restart every node"));
     }
     for (const auto& [n, id] : asked) {
@@ -198,7 +209,7 @@ absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> Engine::AskEveryPeer(pb::Rej
       if (auto r = TakeRejoinReply(id); r.has_value()) {
         if (!r->error().empty()) {
           forget();
-          return absl::FailedPreconditionError(absl::StrCat("rejoin (", KindName(request.kind()), "): node ", n,
+          return absl::FailedPreconditionError(absl::StrCat("rejoin (", KindName(r->kind()), "): node ", n,
                                                             " answers: ", r->error()));
         }
         out.emplace(n, std::move(*r));
@@ -223,6 +234,49 @@ absl::Status Engine::CheckOwnPart(pb::Batch* part, uint64_t max_epoch) const {
     return absl::InvalidArgumentError(
         absl::StrCat("batch of ", part->ByteSizeLong(), " bytes (at most ", most, " bytes)"));
   return CheckBatchTxns(part, self);
+}
+
+absl::Status Engine::AskPeersState(uint64_t own_floor, RejoinPlanInput* pin) {
+  pb::RejoinRequest ask;
+  ask.set_kind(pb::RejoinRequest::STATE);
+  ask.set_own_floor(own_floor);
+  ask.set_max_bytes(options_.rejoin_reply_bytes);
+  std::map<uint32_t, pb::RejoinRequest> pending;  // by node: its next page
+  for (uint32_t n = 0; n < options_.peers->num_nodes(); ++n)
+    if (n != options_.peers->node_id()) pending[n] = ask;
+  // Every page moves the floor up (checked), and no honest epoch exceeds
+  // max_epoch: a bounded loop.
+  while (!pending.empty()) {
+    auto pages = AskPeers(pending);
+    if (!pages.ok()) return pages.status();
+    for (const auto& [node, r] : *pages) {
+      RejoinPeerState& ps = pin->peers[node];
+      uint64_t last = pending[node].own_floor();
+      for (const pb::Batch& b : r.received()) {
+        auto part = std::make_shared<pb::Batch>(b);
+        absl::Status c = CheckOwnPart(part.get(), pin->max_epoch);
+        if (c.ok() && part->epoch() <= last)
+          c = absl::InvalidArgumentError(absl::StrCat("batch of epoch ", part->epoch(), " after epoch ", last));
+        if (!c.ok())
+          return absl::FailedPreconditionError(
+              absl::StrCat("rejoin: node ", node, " answers with a bad batch of ours: ", c.message()));
+        last = part->epoch();
+        ps.received.push_back(std::move(part));
+      }
+      ps.next_expected = r.next_expected();
+      ps.durable = r.requester_durable();
+      if (!r.more()) {
+        pending.erase(node);
+      } else if (r.received().empty()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("rejoin: node ", node, " answers that it holds more of our batches after epoch ", last,
+                         " but sends none"));
+      } else {
+        pending[node].set_own_floor(last);
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Engine::Rejoin(const ClusterClock& clock) {
@@ -265,11 +319,6 @@ absl::Status Engine::RejoinSteps(const ClusterClock& clock) {
   const uint64_t replied_before = replied_.load();
 
   // 1. What every peer holds of our batches, and what we sequence again.
-  pb::RejoinRequest ask;
-  ask.set_kind(pb::RejoinRequest::STATE);
-  ask.set_own_floor(std::min(log_epoch_, clock.origin_epoch));
-  auto states = AskEveryPeer(ask);
-  if (!states.ok()) return states.status();
   RejoinPlanInput pin;
   pin.self = self;
   pin.num_nodes = peers->num_nodes();
@@ -278,18 +327,7 @@ absl::Status Engine::RejoinSteps(const ClusterClock& clock) {
   // What an honest peer can hold of ours: up to the cluster's clock plus
   // the window it takes peer batches in (review finding 3).
   pin.max_epoch = std::min(ClockEpoch() + window_->window_epochs(), EpochBatcher::kMaxEpoch - 1);
-  for (const auto& [node, r] : *states) {
-    RejoinPeerState& ps = pin.peers[node];
-    for (const pb::Batch& b : r.received()) {
-      auto part = std::make_shared<pb::Batch>(b);
-      if (absl::Status c = CheckOwnPart(part.get(), pin.max_epoch); !c.ok())
-        return absl::FailedPreconditionError(
-            absl::StrCat("rejoin: node ", node, " answers with a bad batch of ours: ", c.message()));
-      ps.received.push_back(std::move(part));
-    }
-    ps.next_expected = r.next_expected();
-    ps.durable = r.requester_durable();
-  }
+  if (absl::Status s = AskPeersState(std::min(log_epoch_, clock.origin_epoch), &pin); !s.ok()) return s;
   auto plan = PlanRejoin(pin);
   if (!plan.ok()) return plan.status();
   for (const auto& b : plan->own)

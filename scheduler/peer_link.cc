@@ -27,13 +27,16 @@ class InProcessPeerHub::Link final : public PeerLink {
       LOG_EVERY_N(WARNING, 1000) << "refusing remote reads: " << s;
       return;
     }
+    if (!Fits(msg)) return;
     hub_->Deliver(node_, hub_->node_of_.at(to), [&] { hub_->receivers_.at(to)->OnRemoteReads(std::move(msg)); });
   }
   void SendBatch(uint32_t node, const pb::Batch& batch) override {
     CHECK_NE(node, node_);
+    if (!Fits(batch)) return;
     hub_->Deliver(node_, node, [&] { handler(node)->OnPeerBatch(std::make_shared<pb::Batch>(batch)); });
   }
   void SendResult(uint32_t node, const pb::TxnResult& result) override {
+    if (!Fits(result)) return;
     hub_->Deliver(node_, node, [&] { handler(node)->OnPeerResult(node_, result); });
   }
   void SetDurableEpoch(uint64_t epoch) override {
@@ -47,15 +50,26 @@ class InProcessPeerHub::Link final : public PeerLink {
   }
   void SendRejoinRequest(uint32_t node, const pb::RejoinRequest& request) override {
     CHECK_NE(node, node_);
+    if (!Fits(request)) return;
     hub_->Deliver(node_, node, [&] { handler(node)->OnRejoinRequest(node_, request); });
   }
   void SendRejoinReply(uint32_t node, const pb::RejoinReply& reply) override {
     CHECK_NE(node, node_);
+    if (!Fits(reply)) return;
     hub_->Deliver(node_, node, [&] { handler(node)->OnRejoinReply(node_, reply); });
   }
 
  private:
   PeerHandler* handler(uint32_t node) const { return hub_->links_.at(node)->handler_; }
+  // Within the hub's message limit; else counted and logged (dropped).
+  bool Fits(const google::protobuf::Message& m) const {
+    const uint64_t limit = hub_->max_message_bytes_.load(std::memory_order_relaxed);
+    if (limit == 0 || m.ByteSizeLong() <= limit) return true;
+    hub_->oversized_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(ERROR, 100) << "node " << node_ << ": dropping a message of " << m.ByteSizeLong()
+                            << " bytes, over the limit of " << limit;
+    return false;
+  }
 
   InProcessPeerHub* const hub_;
   const uint32_t node_, num_nodes_;

@@ -105,6 +105,12 @@ class InProcessPeerHub {
   // from a handler (a delivery in progress).
   void Detach(uint32_t node);
   void Attach(uint32_t node);
+  // As ZmqPeerNetOptions::max_frame_bytes: a message (batch, remote reads,
+  // result, rejoin request or reply) larger than this when serialized is
+  // dropped and counted (ZeroMQ drops the connection); 0: no limit. Set
+  // before any message flows.
+  void set_max_message_bytes(uint64_t bytes) { max_message_bytes_.store(bytes); }
+  uint64_t oversized() const { return oversized_.load(std::memory_order_relaxed); }
 
  private:
   class Link;
@@ -118,6 +124,7 @@ class InProcessPeerHub {
   // message flows); read in deliveries.
   std::vector<RemoteReadsReceiver*> receivers_;
   std::atomic<uint64_t> refused_reads_{0};
+  std::atomic<uint64_t> max_message_bytes_{0}, oversized_{0};
   std::unique_ptr<std::atomic<bool>[]> up_;        // by node
   std::unique_ptr<std::atomic<int64_t>[]> busy_;   // by node: deliveries in progress to or from it
   std::unique_ptr<std::atomic<uint64_t>[]> durable_;  // by node: its last SetDurableEpoch

@@ -49,9 +49,17 @@ void PeerRetention::DropThroughLocked(Batches* m, uint64_t epoch) {
   m->erase(m->begin(), end);
 }
 
-std::vector<std::shared_ptr<const pb::Batch>> PeerRetention::After(const Batches& m, uint64_t epoch) {
+std::vector<std::shared_ptr<const pb::Batch>> PeerRetention::After(const Batches& m, uint64_t epoch,
+                                                                  uint64_t max_bytes, bool* more) {
   std::vector<std::shared_ptr<const pb::Batch>> out;
-  for (auto it = m.upper_bound(epoch); it != m.end(); ++it) out.push_back(it->second.batch);
+  uint64_t bytes = 0;
+  auto it = m.upper_bound(epoch);
+  for (; it != m.end(); ++it) {
+    if (!out.empty() && bytes + it->second.bytes > max_bytes) break;
+    bytes += it->second.bytes;
+    out.push_back(it->second.batch);
+  }
+  if (more != nullptr) *more = it != m.end();
   return out;
 }
 
@@ -155,10 +163,11 @@ std::vector<std::shared_ptr<const pb::Batch>> PeerRetention::SentAfter(uint32_t 
   return After(n.sent, epoch);
 }
 
-std::vector<std::shared_ptr<const pb::Batch>> PeerRetention::ReceivedAfter(uint32_t node, uint64_t epoch) const {
+std::vector<std::shared_ptr<const pb::Batch>> PeerRetention::ReceivedAfter(uint32_t node, uint64_t epoch,
+                                                                          uint64_t max_bytes, bool* more) const {
   const Node& n = *nodes_.at(node);
   std::lock_guard<std::mutex> l(n.mu);
-  return After(n.received, epoch);
+  return After(n.received, epoch, max_bytes, more);
 }
 
 PeerRetention::Messages PeerRetention::MessagesFrom(uint32_t node, uint64_t from, uint64_t max_bytes,

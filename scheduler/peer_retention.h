@@ -68,9 +68,14 @@ class PeerRetention {
 
   uint64_t durable(uint32_t node) const;
   uint64_t kept_from(uint32_t node) const;
-  // The kept batches of epochs after `epoch`, in epoch order.
+  // The kept batches of epochs after `epoch`, in epoch order. ReceivedAfter
+  // returns a page: whole batches while their serialized bytes stay within
+  // max_bytes, at least one (so a page holds at most max(max_bytes, the
+  // largest batch)); *more (if set): later batches are kept too.
   std::vector<std::shared_ptr<const pb::Batch>> SentAfter(uint32_t node, uint64_t epoch) const;
-  std::vector<std::shared_ptr<const pb::Batch>> ReceivedAfter(uint32_t node, uint64_t epoch) const;
+  std::vector<std::shared_ptr<const pb::Batch>> ReceivedAfter(uint32_t node, uint64_t epoch,
+                                                              uint64_t max_bytes = UINT64_MAX,
+                                                              bool* more = nullptr) const;
 
   struct Messages {
     std::vector<std::pair<PartitionId, pb::RemoteReads>> reads;  // (to partition, message)
@@ -116,7 +121,8 @@ class PeerRetention {
   // up to durable; drops those up to durable. REQUIRES: the node's mu held.
   void KeepLocked(Batches* m, uint64_t durable, std::shared_ptr<const pb::Batch> batch);
   void DropThroughLocked(Batches* m, uint64_t epoch);
-  static std::vector<std::shared_ptr<const pb::Batch>> After(const Batches& m, uint64_t epoch);
+  static std::vector<std::shared_ptr<const pb::Batch>> After(const Batches& m, uint64_t epoch,
+                                                             uint64_t max_bytes = UINT64_MAX, bool* more = nullptr);
 
   const uint32_t self_;
   const uint64_t max_message_bytes_;

@@ -74,6 +74,27 @@ TEST(PeerRetention, BatchesAreKeptUntilTheNodesLogHoldsThem) {
   EXPECT_EQ(r.batch_bytes(), 0u);
 }
 
+// A STATE answer is paged (review finding 7): whole batches within
+// max_bytes, at least one however large, and whether more are kept.
+TEST(PeerRetention, ReceivedBatchesComeBackInPagesOfAboutMaxBytes) {
+  PeerRetention r(2, /*self=*/0, 1 << 20);
+  for (uint64_t e = 1; e <= 6; ++e) r.OnReceivedBatch(1, B(1, e, e == 4 ? 40 : 2));
+  const uint64_t small = B(1, 1, 2)->ByteSizeLong(), large = B(1, 4, 40)->ByteSizeLong();
+  bool more = false;
+  EXPECT_EQ(Epochs(r.ReceivedAfter(1, 0, 2 * small, &more)), (std::vector<uint64_t>{1, 2}));
+  EXPECT_TRUE(more);
+  EXPECT_EQ(Epochs(r.ReceivedAfter(1, 2, 2 * small, &more)), (std::vector<uint64_t>{3})) << "4 does not fit";
+  EXPECT_TRUE(more);
+  EXPECT_EQ(Epochs(r.ReceivedAfter(1, 3, 2 * small, &more)), (std::vector<uint64_t>{4})) << "alone, too large";
+  EXPECT_TRUE(more);
+  EXPECT_EQ(Epochs(r.ReceivedAfter(1, 4, large, &more)), (std::vector<uint64_t>{5, 6}));
+  EXPECT_FALSE(more);
+  EXPECT_EQ(Epochs(r.ReceivedAfter(1, 6, large, &more)), (std::vector<uint64_t>{}));
+  EXPECT_FALSE(more);
+  EXPECT_EQ(Epochs(r.ReceivedAfter(1, 0, 0, &more)), (std::vector<uint64_t>{1})) << "at least one";
+  EXPECT_TRUE(more);
+}
+
 TEST(PeerRetention, MessagesComeBackInWholeEpochsFromAnyEpochKept) {
   PeerRetention r(2, /*self=*/1, 1 << 20);
   r.Start(3);  // this node re-executed from epoch 3 on

@@ -106,6 +106,7 @@ struct World {
     o.log.segment_bytes = 32 << 10;
     o.rejoin_progress_timeout = rejoin_timeout;
     o.rejoin_retention_bytes = retention_bytes;
+    o.rejoin_reply_bytes = reply_bytes;
     if (checkpoints) o.checkpoint.dir = "/ckpt";
     // The writer stalls before its fsync while this node is `frozen` (a slow disk).
     o.log.crash_hook = [this, n](std::string_view point) {
@@ -122,6 +123,7 @@ struct World {
   const bool checkpoints;
   std::chrono::milliseconds rejoin_timeout{60000};  // for engines made from now on
   uint64_t retention_bytes = 64u << 20;             // likewise
+  uint64_t reply_bytes = 32u << 20;                 // likewise
   std::atomic<int> frozen{-1};
   ProcedureRegistry procs;
   ModPartitioner parts{kNodes};
