@@ -141,151 +141,6 @@ void ZmqPeerNet::Start() {
   }
 }
 
-pb::PeerMessage ZmqPeerNet::MakeHello() {
-  pb::PeerMessage m;
-  pb::Hello* h = m.mutable_hello();
-  std::lock_guard<std::mutex> l(hello_mu_);
-  h->set_boot_us(boot_us_[options_.node_id]);
-  h->set_epoch_us(options_.epoch_us);
-  h->set_recovered_epoch(recovered_epoch_);
-  h->set_has_log(has_log_);
-  for (uint64_t e : checkpoint_epochs_) h->add_checkpoint_epochs(e);
-  h->set_log_starts_later(!log_from_start_);
-  for (const auto& [name, value] : options_.settings) (*h->mutable_settings())[name] = value;
-  if (const std::optional<ClusterClock>& clock = running_.has_value() ? running_ : rejoining_; clock.has_value()) {
-    h->set_running(running_.has_value());
-    h->set_rejoining(!running_.has_value());
-    h->set_start_us(clock->start_us);
-    h->set_clock_origin_epoch(clock->origin_epoch);
-  }
-  return m;
-}
-
-void ZmqPeerNet::SetRunning(const ClusterClock& clock) {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  running_ = clock;
-  rejoining_.reset();
-}
-
-void ZmqPeerNet::SetRejoining(const ClusterClock& clock) {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  rejoining_ = clock;
-}
-
-absl::StatusOr<std::optional<ClusterClock>> ZmqPeerNet::running_cluster() {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  std::string running, rejoining, starting;  // node lists, "1, 2"
-  std::optional<ClusterClock> clock;
-  for (uint32_t n = 0; n < num_nodes_; ++n) {
-    if (n == options_.node_id) continue;
-    std::string* list = running_of_[n] ? &running : rejoining_of_[n] ? &rejoining : &starting;
-    absl::StrAppend(list, list->empty() ? "" : ", ", n);
-    if (!running_of_[n]) continue;
-    if (!clock.has_value()) {
-      clock = clock_of_[n];
-    } else if (clock_of_[n].start_us != clock->start_us || clock_of_[n].origin_epoch != clock->origin_epoch) {
-      LOG(WARNING) << "node " << n << " runs on another clock (start " << clock_of_[n].start_us << " us, origin epoch "
-                   << clock_of_[n].origin_epoch << ") than the lower nodes (start " << clock->start_us
-                   << " us, origin epoch " << clock->origin_epoch << "): taking the latter";
-    }
-  }
-  if (!rejoining.empty())
-    return absl::FailedPreconditionError(absl::StrCat(
-        rejoining.find(',') == std::string::npos ? "node " : "nodes ", rejoining,
-        rejoining.find(',') == std::string::npos ? " is" : " are", " still rejoining as node ", options_.node_id,
-        " starts (a rejoin takes one restarted node at a time); restart every node"));
-  if (running.empty()) return std::optional<ClusterClock>();
-  if (!starting.empty())
-    return absl::FailedPreconditionError(absl::StrCat(
-        "node(s) ", running, " run while node(s) ", starting, " start as this node ", options_.node_id,
-        " does: a rejoin takes one restarted node at a time; restart every node"));
-  return clock;
-}
-
-void ZmqPeerNet::OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool restarted) {
-  Peer* peer = node < peers_.size() ? peers_[node].get() : nullptr;
-  if (peer == nullptr) return;
-  pb::PeerMessage hello;
-  if (restarted) hello = MakeHello();  // before p->mu: MakeHello takes hello_mu_
-  std::lock_guard<std::mutex> l(peer->mu);
-  peer->to_incarnation = incarnation;
-  if (!restarted || peer->push == nullptr) return;
-  // Its expectation of our frames starts at 1 again; our Hello first, so
-  // that it hears us (and whether we run) before anything else.
-  peer->next_seq = 1;
-  peer->stamped = 0;
-  peer->checkpoint_stamped = 0;
-  SendLocked(node, peer, &hello);
-}
-
-absl::StatusOr<uint64_t> ZmqPeerNet::Handshake(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> l(hello_mu_);
-  const bool all = hello_cv_.wait_for(l, timeout, [&] {
-    return hello_cancelled_ || !hello_error_.empty() || std::all_of(boot_us_.begin(), boot_us_.end(), [](uint64_t b) { return b != 0; });
-  });
-  if (hello_cancelled_) return absl::CancelledError("handshake cancelled");
-  if (!hello_error_.empty()) return absl::FailedPreconditionError(hello_error_);
-  if (!all) {
-    std::string missing;
-    for (uint32_t n = 0; n < num_nodes_; ++n)
-      if (boot_us_[n] == 0) absl::StrAppend(&missing, missing.empty() ? "" : ", ", n);
-    return absl::DeadlineExceededError(absl::StrCat("no hello yet from node(s) ", missing));
-  }
-  const uint64_t last = *std::max_element(boot_us_.begin(), boot_us_.end());
-  return last + static_cast<uint64_t>(options_.start_margin.count()) * 1000;
-}
-
-absl::StatusOr<uint64_t> ZmqPeerNet::resume_epoch() {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  const uint32_t self = options_.node_id;
-  for (uint32_t n = 0; n < num_nodes_; ++n) {
-    if (boot_us_[n] == 0)
-      return absl::FailedPreconditionError(
-          absl::StrCat("node ", self, ": no Hello from node ", n, " yet: cannot agree on the resume epoch"));
-    if (!has_log_of_[n])
-      return absl::FailedPreconditionError(absl::StrCat(
-          "node ", n, " runs without an input log (--data_dir) while node ", self,
-          " logs (epochs 1..", recovered_[self], "): refusing to start rather than truncate the log; give every node "
-          "--data_dir"));
-  }
-  const uint64_t resume = *std::min_element(recovered_.begin(), recovered_.end());
-  if (resume == 0 && recovered_[self] > 0) {
-    const uint32_t empty =
-        static_cast<uint32_t>(std::min_element(recovered_.begin(), recovered_.end()) - recovered_.begin());
-    return absl::FailedPreconditionError(absl::StrCat(
-        "node ", empty, " reports an empty input log while node ", self, " holds epochs 1..", recovered_[self],
-        ": refusing to start rather than delete this log (a lost or wrong --data_dir on node ", empty,
-        " would drop acknowledged txns); restore its log, or remove every node's log to start afresh"));
-  }
-  return resume;
-}
-
-absl::StatusOr<uint64_t> ZmqPeerNet::checkpoint_epoch(uint64_t resume) {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  // The newest epoch <= resume in every node's list.
-  for (uint64_t e : checkpoints_of_[options_.node_id]) {
-    if (e > resume) continue;
-    bool everywhere = true;
-    for (const auto& list : checkpoints_of_)
-      everywhere = everywhere && std::find(list.begin(), list.end(), e) != list.end();
-    if (everywhere) return e;
-  }
-  std::string later;
-  for (uint32_t n = 0; n < num_nodes_; ++n)
-    if (!from_start_of_[n]) absl::StrAppend(&later, later.empty() ? "" : ", ", n);
-  if (!later.empty())
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no checkpoint epoch at or before ", resume, " is held by every node, and the input log of node(s) ", later,
-        " no longer starts at epoch 1: the nodes cannot replay the same epochs; restore a common checkpoint"));
-  return 0;
-}
-
-void ZmqPeerNet::CancelHandshake() {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  hello_cancelled_ = true;
-  hello_cv_.notify_all();
-}
-
 void ZmqPeerNet::Stop() {
   CancelHandshake();
   if (thread_.joinable()) SendDurableStamps(/*force=*/true);  // the final stamp: peers release held replies
@@ -433,23 +288,6 @@ void ZmqPeerNet::ReceiveLoop() {
   }
 }
 
-std::string ZmqPeerNet::SettingsDiffer(uint32_t from, const pb::Hello& hello) const {
-  std::string out;  // every difference, "; "-separated
-  auto add = [&](const std::string& d) { absl::StrAppend(&out, out.empty() ? "" : "; ", d); };
-  for (const auto& [name, ours] : options_.settings) {
-    auto it = hello.settings().find(name);
-    if (it == hello.settings().end())
-      add(absl::StrCat("node ", from, " runs without ", name, ", we with ", name, " ", ours));
-    else if (it->second != ours)
-      add(absl::StrCat("node ", from, " runs with ", name, " ", it->second, ", we with ", ours));
-  }
-  for (const auto& [name, theirs] : hello.settings())
-    if (!options_.settings.contains(name))
-      add(absl::StrCat("node ", from, " runs with ", name, " ", theirs, ", we without"));
-  if (!out.empty()) absl::StrAppend(&out, " (every node must load the same data and check txns alike)");
-  return out;
-}
-
 const char* PeerDropName(PeerDrop reason) {
   switch (reason) {
     case PeerDrop::kMalformed: return "malformed";
@@ -548,42 +386,10 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
     handler_->OnPeerCheckpoint(m.from_node(), m.checkpoint_epoch());
   }
   switch (m.body_case()) {
-    case pb::PeerMessage::kHello: {
-      if (restarted) {
-        restarts_.fetch_add(1, std::memory_order_relaxed);
-        LOG(WARNING) << "node " << from << " restarted (incarnation " << m.incarnation()
-                     << "): taking its frames from 1 again and answering its hello (it rejoins if we run)";
-      }
-      if (heard) OnPeerIncarnation(from, m.incarnation(), restarted);
-      std::lock_guard<std::mutex> l(hello_mu_);
-      if (m.hello().epoch_us() != options_.epoch_us)
-        hello_error_ = absl::StrCat("node ", m.from_node(), " runs with epoch_us ", m.hello().epoch_us(), ", we with ",
-                                    options_.epoch_us);
-      else if (std::string diff = SettingsDiffer(m.from_node(), m.hello()); !diff.empty())
-        hello_error_ = diff;
-      else if (const int64_t skew = static_cast<int64_t>(m.hello().boot_us() - WallClockMicros());
-               skew > kMaxClockSkewUs)
-        // A boot time far in the future would hold every sequencer back (an
-        // old one is normal: the peer may have waited for us a long time).
-        hello_error_ = absl::StrCat("node ", m.from_node(), "'s clock is ", skew / 1000000,
-                                    " s ahead of ours: synchronise the clocks (NTP)");
-      else if (heard) {  // the first Hello of this incarnation
-        boot_us_[m.from_node()] = std::max<uint64_t>(1, m.hello().boot_us());
-        recovered_[m.from_node()] = m.hello().recovered_epoch();
-        has_log_of_[m.from_node()] = m.hello().has_log();
-        checkpoints_of_[m.from_node()].assign(m.hello().checkpoint_epochs().begin(),
-                                              m.hello().checkpoint_epochs().end());
-        from_start_of_[m.from_node()] = !m.hello().log_starts_later();
-        running_of_[m.from_node()] = m.hello().running();
-        rejoining_of_[m.from_node()] = m.hello().rejoining();
-        clock_of_[m.from_node()] = ClusterClock{m.hello().start_us(), m.hello().clock_origin_epoch()};
-      }
-      else
-        LOG(WARNING) << "node " << m.from_node() << " said hello again in the same incarnation; ignored";
-      hello_cv_.notify_all();
+    case pb::PeerMessage::kHello:
+      TakeHello(m, heard, restarted);
       good_.fetch_add(1, std::memory_order_relaxed);
       return;
-    }
     case pb::PeerMessage::kBatch:
       if (m.batch().sequencer_id() != m.from_node())
         return drop(PeerDrop::kOtherSequencer, "batch of another sequencer");
@@ -637,13 +443,6 @@ void ZmqPeerNet::SendDurableStamps(bool force) {
     pb::PeerMessage m;
     SendTo(n, &m);
   }
-}
-
-uint32_t ZmqPeerNet::peers_heard() {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < boot_us_.size(); ++i) n += i != options_.node_id && boot_us_[i] != 0;
-  return n;
 }
 
 }  // namespace detdb

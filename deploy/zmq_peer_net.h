@@ -246,6 +246,10 @@ class ZmqPeerNet final : public PeerLink {
   // false) or a newer one. Our frames to it carry it from now on; after a
   // restart they are numbered from 1 again and begin with our Hello.
   void OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool restarted);
+  // A Hello that passed Handle's checks (receive thread): heard, the first
+  // of the sender's incarnation; restarted, of a newer one than before.
+  // Takes its settings, log, checkpoints and clock (zmq_peer_hello.cc).
+  void TakeHello(const pb::PeerMessage& m, bool heard, bool restarted);
   void ReceiveLoop();
   // Empty if hello's settings equal ours; else every difference (name and
   // both values), for the handshake's error.
