@@ -357,27 +357,28 @@ absl::Status Engine::RejoinSteps(const ClusterClock& clock) {
   submitted_.fetch_add(own - in->own, std::memory_order_acq_rel);
   pending_bytes_.fetch_add(own_bytes, std::memory_order_acq_rel);
   std::map<uint64_t, std::vector<std::shared_ptr<pb::Batch>>> parts;  // by epoch
-  auto parts_of = [&](uint64_t e) -> absl::StatusOr<const std::vector<std::shared_ptr<pb::Batch>>*> {
+  // The parts of our batch of epoch e (kept for the peers); null if we do
+  // not hold it (before the checkpoint we restarted from).
+  auto parts_of = [&](uint64_t e) -> const std::vector<std::shared_ptr<pb::Batch>>* {
     auto it = parts.find(e);
     if (it != parts.end()) return &it->second;
     auto b = mine.find(e);
-    if (b == mine.end())
-      return absl::FailedPreconditionError(absl::StrCat(
-          "rejoin: a peer lacks our batch of epoch ", e, ", which is before the checkpoint we restarted from (",
-          in->from, "): restart every node"));
+    if (b == mine.end()) return nullptr;
     auto p = Parts(*b->second);
     for (uint32_t n = 0; n < p.size(); ++n)
       if (p[n] != nullptr) retention_->OnSentBatch(n, p[n]);
     return &parts.emplace(e, std::move(p)).first->second;
   };
-  for (const auto& b : plan->own)
-    if (auto p = parts_of(b->epoch()); !p.ok()) return p.status();
+  for (const auto& b : plan->own) (void)parts_of(b->epoch());  // all in mine
   uint64_t resent = 0;
   for (uint32_t n = 0; n < plan->lacks.size(); ++n) {
     for (uint64_t e : plan->lacks[n]) {
-      auto p = parts_of(e);
-      if (!p.ok()) return p.status();
-      peers->SendBatch(n, *(**p)[n]);
+      const auto* p = parts_of(e);
+      if (p == nullptr)
+        return absl::FailedPreconditionError(absl::StrCat(
+            "rejoin: node ", n, " lacks our batch of epoch ", e, ", which is before the checkpoint we restarted from (",
+            in->from, "): restart every node"));
+      peers->SendBatch(n, *(*p)[n]);
       ++resent;
     }
   }

@@ -4,12 +4,21 @@
 // - The peers hold more of the restarted node's batches than one message of
 //   the link may carry: their STATE answers come in pages, and the rejoin
 //   equals the serial replay.
+// - The refusals: a peer asked for its batches from below the durable
+//   epoch the node reported; a peer lacking a batch of the node from
+//   before its checkpoint (a stand-in node answers so).
+// - A node killed again during its own rejoin, in its catch-up: its second
+//   rejoin equals the serial replay.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -111,6 +120,238 @@ TEST(EngineRejoin, AStateAnswerLargerThanAMessageComesInPages) {
   }
   EXPECT_EQ(w.hub.oversized(), 0u) << "no message exceeded the limit";
   EXPECT_EQ(Answered(w.answers[dead].get()), kTxns) << "the txns sequenced again are answered";
+  ASSERT_NO_FATAL_FAILURE(ExpectAllEqualTheSerialReplay(&w));
+}
+
+// Stands in for a node's engine on the hub (review finding 8): takes what
+// reaches it, keeps the batches and rejoin replies, and answers a STATE
+// request as a peer that received none of the requester's batches (next
+// expected: epoch 1); other requests it never answers.
+class FakeNode final : public PeerHandler, public RemoteReadsReceiver {
+ public:
+  explicit FakeNode(PeerLink* link) : link_(link) {}
+  void OnPeerBatch(std::shared_ptr<pb::Batch> batch) override {
+    std::lock_guard<std::mutex> l(mu_);
+    batches_.emplace_back(std::this_thread::get_id(), std::move(batch));
+  }
+  void OnPeerResult(uint32_t, const pb::TxnResult&) override {}
+  void OnPeerDurable(uint32_t, uint64_t) override {}
+  void OnPeerCheckpoint(uint32_t, uint64_t) override {}
+  void OnRejoinRequest(uint32_t node, const pb::RejoinRequest& request) override {
+    if (request.kind() != pb::RejoinRequest::STATE) return;
+    pb::RejoinReply reply;
+    reply.set_id(request.id());
+    reply.set_kind(request.kind());
+    reply.set_next_expected(1);
+    link_->SendRejoinReply(node, reply);
+  }
+  void OnRejoinReply(uint32_t, const pb::RejoinReply& reply) override {
+    std::lock_guard<std::mutex> l(mu_);
+    replies_.push_back(reply);
+  }
+  void OnRemoteReads(pb::RemoteReads) override {}
+
+  // The batches that reached it (sent on thread `on`, if given: the hub
+  // delivers on the sender's thread) since the last call.
+  std::vector<std::shared_ptr<pb::Batch>> TakeBatches(std::optional<std::thread::id> on = std::nullopt) {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<std::shared_ptr<pb::Batch>> out;
+    for (auto& [thread, b] : batches_)
+      if (!on.has_value() || thread == *on) out.push_back(std::move(b));
+    batches_.clear();
+    return out;
+  }
+  std::vector<pb::RejoinReply> TakeReplies() {
+    std::lock_guard<std::mutex> l(mu_);
+    return std::exchange(replies_, {});
+  }
+
+ private:
+  PeerLink* const link_;
+  std::mutex mu_;
+  std::vector<std::pair<std::thread::id, std::shared_ptr<pb::Batch>>> batches_;  // guarded by mu_
+  std::vector<pb::RejoinReply> replies_;                                         // guarded by mu_
+};
+
+// Node n's engine dies (nothing lost from its disk; a stalled disk
+// resumes, unheard, so that it can stop) and `fake` takes its place on the
+// hub, its partitions' remote reads too.
+void ReplaceWithFake(World* w, uint32_t n, FakeNode* fake) {
+  w->hub.Detach(n);
+  w->frozen = -1;
+  (void)w->engines[n]->Stop(milliseconds(0));
+  w->engines[n].reset();
+  w->hub.link(n)->SetHandler(fake);
+  w->hub.link(n)->RegisterReceiver(n, fake);  // ModPartitioner: node n serves partition n
+  w->hub.Attach(n);
+}
+
+// Feeds every node until each answered `more` txns more.
+void FeedAll(World* w, int more, uint64_t seed) {
+  std::vector<std::unique_ptr<Feeder>> feeders;
+  std::vector<int> target(kNodes);
+  for (uint32_t n = 0; n < kNodes; ++n) {
+    target[n] = Answered(w->answers[n].get()) + more;
+    feeders.push_back(std::make_unique<Feeder>(w, n, seed + n));
+    feeders.back()->Start();
+  }
+  for (uint32_t n = 0; n < kNodes; ++n)
+    for (int i = 0; i < 60000 && Answered(w->answers[n].get()) < target[n]; ++i)
+      std::this_thread::sleep_for(milliseconds(1));
+  for (auto& f : feeders) f->Stop();
+}
+
+// Review finding 8 (b): a peer resends its batches for a restarted node
+// only after the durable epoch that node reported (it let go of the
+// earlier ones: that node's log holds them); asked from before it, it
+// refuses, naming both epochs; from it, it resends every batch after it.
+TEST(EngineRejoin, BatchesAreRefusedBelowTheDurableEpochTheNodeReported) {
+  World w(false);
+  for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
+  ASSERT_NO_FATAL_FAILURE(StartAll(&w));
+  ASSERT_NO_FATAL_FAILURE(FeedAll(&w, 100, 31));
+  // Node 0's log stalls: its durable epoch, as the peers heard it, stays.
+  const uint32_t dead = 0, peer = 1;
+  w.frozen = static_cast<int>(dead);
+  std::this_thread::sleep_for(milliseconds(100));
+  const uint64_t durable = w.engines[dead]->stats().durable_epoch;
+  ASSERT_GT(durable, 1u);
+  FakeNode fake(w.hub.link(dead));
+  ASSERT_NO_FATAL_FAILURE(ReplaceWithFake(&w, dead, &fake));
+  const std::thread::id here = std::this_thread::get_id();  // resent batches come on it
+  auto ask = [&](uint64_t after) {
+    pb::RejoinRequest r;
+    r.set_id(after + 1);
+    r.set_kind(pb::RejoinRequest::BATCHES);
+    r.set_after_epoch(after);
+    w.hub.link(dead)->SendRejoinRequest(peer, r);  // answered on this thread
+    std::vector<pb::RejoinReply> replies = fake.TakeReplies();
+    EXPECT_EQ(replies.size(), 1u);
+    return replies.empty() ? pb::RejoinReply() : replies.front();
+  };
+  const pb::RejoinReply refused = ask(durable - 1);
+  EXPECT_NE(refused.error().find(absl::StrCat("node 1 keeps its batches for node 0 after epoch ", durable, " only")),
+            std::string::npos)
+      << refused.error();
+  EXPECT_NE(refused.error().find(absl::StrCat("asks from epoch ", durable)), std::string::npos) << refused.error();
+  EXPECT_TRUE(fake.TakeBatches(here).empty()) << "nothing resent";
+  const pb::RejoinReply served = ask(durable);
+  EXPECT_TRUE(served.error().empty()) << served.error();
+  std::vector<std::shared_ptr<pb::Batch>> resent = fake.TakeBatches(here);
+  ASSERT_FALSE(resent.empty());
+  for (size_t i = 0; i < resent.size(); ++i) {
+    EXPECT_EQ(resent[i]->sequencer_id(), peer);
+    EXPECT_EQ(resent[i]->epoch(), durable + 1 + i) << "every batch after the durable epoch, in order";
+  }
+}
+
+// Review finding 8 (c): a peer lacks a batch of the restarted node from
+// before the checkpoint the node restores (here a stand-in answering that
+// it received none: no honest peer does, a checkpoint is published only
+// once its epoch is durable everywhere). The node cannot rebuild that
+// batch (it replays only after its checkpoint): refused, naming the peer
+// and the epoch, rather than sending a peer an epoch of another history.
+TEST(EngineRejoin, APeerLackingABatchFromBeforeTheCheckpointIsRefused) {
+  World w(true);
+  for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
+  ASSERT_NO_FATAL_FAILURE(StartAll(&w));
+  ASSERT_NO_FATAL_FAILURE(FeedAll(&w, 100, 41));
+  const uint64_t checkpoint = CheckpointAll(&w);
+  ASSERT_GT(checkpoint, 0u);
+  ASSERT_NO_FATAL_FAILURE(FeedAll(&w, 50, 51));
+  const uint32_t dead = 0, lacking = 2;
+  w.hub.Detach(dead);
+  (void)w.engines[dead]->Stop(milliseconds(0));
+  w.engines[dead].reset();
+  FakeNode fake(w.hub.link(lacking));
+  ASSERT_NO_FATAL_FAILURE(ReplaceWithFake(&w, lacking, &fake));
+  w.engines[dead] = w.Make(dead);
+  ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
+  w.hub.Attach(dead);
+  const absl::Status s = w.engines[dead]->Rejoin(w.engines[1]->clock());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("node 2 lacks our batch of epoch 1, which is before the checkpoint we restarted from"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(w.engines[dead]->stats().restored_checkpoint, checkpoint);
+  for (const auto& b : fake.TakeBatches())
+    EXPECT_NE(b->sequencer_id(), dead) << "no batch of node 0 was sent to it (epoch " << b->epoch() << ")";
+}
+
+// Review finding 8 (d): the restarted node dies again in the middle of its
+// rejoin, while it pumps the reads and results its replay needs (a peer's
+// disk stalls, so that peer answers only up to its durable epoch and the
+// rejoin cannot finish), after it sequenced epochs again and resumed its
+// sequencer. Its second rejoin rebuilds the same batches from what its
+// peers received (the union only grows), and everything equals the serial
+// replay.
+TEST(EngineRejoin, ANodeKilledDuringItsRejoinRejoinsAgain) {
+  World w(false);
+  for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
+  ASSERT_NO_FATAL_FAILURE(StartAll(&w));
+  const uint32_t dead = 0, stalled = 1, other = 2;
+  std::vector<std::unique_ptr<Feeder>> feeders;
+  for (uint32_t n = 0; n < kNodes; ++n) {
+    feeders.push_back(std::make_unique<Feeder>(&w, n, 900 + n));
+    feeders.back()->Start();
+  }
+  for (int i = 0; i < 60000 && Answered(w.answers[dead].get()) < 100; ++i) std::this_thread::sleep_for(milliseconds(1));
+  // Node 1's disk stalls: the reads it sends node 0 from now on wait for
+  // its fsync, and node 0 logs epochs whose txns need them.
+  w.frozen = static_cast<int>(stalled);
+  const uint64_t stalled_at = w.engines[stalled]->stats().durable_epoch;
+  for (int i = 0; i < 60000 && w.engines[dead]->stats().durable_epoch < stalled_at + 30; ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_GE(w.engines[dead]->stats().durable_epoch, stalled_at + 30);
+
+  // Node 0 dies, and rejoins while node 1's disk still stalls.
+  w.hub.Detach(dead);
+  w.fs[dead]->SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
+  feeders[dead]->Stop();
+  (void)w.engines[dead]->Stop(milliseconds(0));
+  w.engines[dead].reset();
+  w.engines[dead] = w.Make(dead);
+  ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
+  w.hub.Attach(dead);
+  const uint64_t asked_before = w.engines[other]->stats().rejoin_requests;
+  absl::Status first;
+  std::thread rejoin([&] { first = w.engines[dead]->Rejoin(w.engines[other]->clock()); });
+  // STATE, BATCHES, then MESSAGES: the pump runs.
+  for (int i = 0; i < 60000 && w.engines[other]->stats().rejoin_requests < asked_before + 3; ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_GE(w.engines[other]->stats().rejoin_requests, asked_before + 3);
+  std::this_thread::sleep_for(milliseconds(50));
+  // It dies in the middle: its unsynced log tail is lost, nothing reaches
+  // it or comes from it, its process ends (the rejoin returns at once).
+  w.hub.Detach(dead);
+  w.fs[dead]->SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
+  w.engines[dead]->CancelStart();
+  rejoin.join();
+  EXPECT_EQ(first.code(), absl::StatusCode::kCancelled) << "killed during the rejoin, not after: " << first;
+  EXPECT_GT(w.engines[dead]->stats().rejoined_at, 0u) << "it had resumed its sequencer";
+  (void)w.engines[dead]->Stop(milliseconds(0));
+  w.engines[dead].reset();
+
+  // Node 1's disk recovers; node 0 rejoins again.
+  w.frozen = -1;
+  w.engines[dead] = w.Make(dead);
+  ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
+  w.hub.Attach(dead);
+  {
+    absl::Status s = w.engines[dead]->Rejoin(w.engines[other]->clock());
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  feeders[dead]->Start();
+  std::this_thread::sleep_for(milliseconds(300));
+  for (auto& f : feeders) f->Stop();
+  const auto deadline = std::chrono::steady_clock::now() + seconds(120);
+  for (uint32_t n = 0; n < kNodes; ++n) {
+    if (n == dead) continue;
+    while (Answered(w.answers[n].get()) < static_cast<int>(feeders[n]->accepted()) &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(milliseconds(2));
+    ASSERT_EQ(Answered(w.answers[n].get()), static_cast<int>(feeders[n]->accepted())) << "node " << n;
+  }
   ASSERT_NO_FATAL_FAILURE(ExpectAllEqualTheSerialReplay(&w));
 }
 
