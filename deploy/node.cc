@@ -134,9 +134,22 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
     no.curve = **curve;
     no.curve->domain = "peer";  // admits only the config's nodes' keys, not the allowlist (ZmqPeerNet::Create)
   }
+  if (!options.data_dir.empty()) {
+    // Above the last incarnation, whatever the clock did since (review
+    // finding 12): peers drop a Hello of an older one as stale.
+    if (absl::Status d = PosixFileSystem()->CreateDir(options.data_dir); !d.ok()) return d;
+    auto last = LoadIncarnation(PosixFileSystem(), options.data_dir);
+    if (!last.ok()) return last.status();
+    no.min_incarnation = *last;
+  }
   auto net = ZmqPeerNet::Create(no);
   if (!net.ok()) return net.status();
   node->net_ = std::move(*net);
+  if (!options.data_dir.empty()) {
+    // Before the first Hello leaves (Start).
+    absl::Status saved = SaveIncarnation(PosixFileSystem(), options.data_dir, node->net_->incarnation());
+    if (!saved.ok()) return saved;
+  }
 
   ClientEndpointOptions co;
   co.bind = absl::StrCat("tcp://", self->host(), ":", self->client_port());

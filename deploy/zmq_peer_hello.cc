@@ -6,6 +6,8 @@
 // frames, their checks).
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "deploy/zmq_peer_net.h"
 #include "glog/logging.h"
@@ -215,6 +217,41 @@ uint32_t ZmqPeerNet::peers_heard() {
   uint32_t n = 0;
   for (uint32_t i = 0; i < boot_us_.size(); ++i) n += i != options_.node_id && boot_us_[i] != 0;
   return n;
+}
+
+namespace {
+constexpr char kIncarnationFile[] = "incarnation";
+}  // namespace
+
+absl::StatusOr<uint64_t> LoadIncarnation(FileSystem* fs, const std::string& dir) {
+  const std::string path = JoinPath(dir, kIncarnationFile);
+  auto exists = fs->FileExists(path);
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return 0;
+  auto text = fs->ReadFile(path, 64);
+  if (!text.ok()) return text.status();
+  uint64_t incarnation = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &incarnation))
+    return absl::DataLossError(absl::StrCat(path, " does not hold an incarnation (a number): \"", *text,
+                                            "\"; remove it to start anew from the clock"));
+  return incarnation;
+}
+
+absl::Status SaveIncarnation(FileSystem* fs, const std::string& dir, uint64_t incarnation) {
+  const std::string path = JoinPath(dir, kIncarnationFile);
+  const std::string tmp = path + ".tmp";
+  auto stale = fs->FileExists(tmp);
+  if (!stale.ok()) return stale.status();
+  if (*stale)
+    if (absl::Status s = fs->Remove(tmp); !s.ok()) return s;  // of a crash during an earlier save
+  auto f = fs->NewAppendableFile(tmp);
+  if (!f.ok()) return f.status();
+  absl::Status s = (*f)->Append(absl::StrCat(incarnation, "\n"));
+  if (s.ok()) s = (*f)->Sync();
+  if (absl::Status c = (*f)->Close(); s.ok()) s = c;
+  if (s.ok()) s = fs->Rename(tmp, path);
+  if (s.ok()) s = fs->SyncDir(dir);
+  return s;
 }
 
 }  // namespace detdb

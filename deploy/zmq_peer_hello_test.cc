@@ -1,7 +1,7 @@
 // ZmqPeerNet over real sockets on 127.0.0.1: incarnations and the Hello
 // around a restart (a restarted peer is taken again and told whether the
-// cluster runs; a restart while another node rejoins is refused) and the
-// peer protocol version.
+// cluster runs; a restart while another node rejoins is refused), the
+// incarnation persisted in the data dir, and the peer protocol version.
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "deploy/zmq_peer_net.h"
 #include "deploy/zmq_peer_net_test_util.h"
+#include "io/fault_injecting_file_system.h"
 
 namespace detdb {
 namespace {
@@ -203,6 +204,42 @@ TEST(ZmqPeerNet, APeerOfTheProtocolBeforeIncarnationsIsRefused) {
   EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
   EXPECT_NE(s.status().message().find("node 0 runs with protocol_version 2, we with 3"), std::string::npos)
       << s.status();
+}
+
+// Review finding 12: a node persists its incarnation in its data dir and
+// the next one is above it, whatever the clock did meanwhile (here: the
+// last one ran an hour ahead of this clock). Before, the incarnation was
+// the wall clock alone, below the last one, and the peers dropped the
+// restarted node's Hello as stale.
+TEST(ZmqPeerNet, AnIncarnationIsAboveTheLastOnePersistedWhateverTheClock) {
+  FaultInjectingFileSystem fs;
+  ASSERT_TRUE(fs.CreateDir("/data").ok());
+  auto none = LoadIncarnation(&fs, "/data");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, 0u) << "none saved yet";
+  const uint64_t last = WallClockMicros() + 3600ull * 1000000;
+  ASSERT_TRUE(SaveIncarnation(&fs, "/data", last - 1).ok());
+  ASSERT_TRUE(SaveIncarnation(&fs, "/data", last).ok());  // replaces it
+  fs.SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);  // saved durably
+  auto loaded = LoadIncarnation(&fs, "/data");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(*loaded, last);
+
+  ZmqPeerNetOptions o;
+  o.config = TwoNodes(1000);
+  o.node_id = 0;
+  o.epoch_us = 1000;
+  o.min_incarnation = *loaded;
+  auto n = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_GT((*n)->incarnation(), last);
+
+  ASSERT_TRUE(fs.Remove("/data/incarnation").ok());
+  auto f = fs.NewAppendableFile("/data/incarnation");
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Append("twelve\n").ok());
+  ASSERT_TRUE((*f)->Close().ok());
+  EXPECT_EQ(LoadIncarnation(&fs, "/data").status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

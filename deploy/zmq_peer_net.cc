@@ -20,13 +20,14 @@ namespace {
 std::string Endpoint(const pb::NodeConfig& n, uint32_t port) { return absl::StrCat("tcp://", n.host(), ":", port); }
 
 // This process's incarnations: its start time in microseconds, increasing
-// (two in one process, as in tests, differ).
-uint64_t NextIncarnation() {
+// (two in one process, as in tests, differ), above `floor` (the node's
+// last persisted one).
+uint64_t NextIncarnation(uint64_t floor) {
   static std::atomic<uint64_t> last{0};
   uint64_t prev = last.load();
   uint64_t next;
   do {
-    next = std::max(WallClockMicros(), prev + 1);
+    next = std::max({WallClockMicros(), prev + 1, floor + 1});
   } while (!last.compare_exchange_weak(prev, next));
   return next;
 }
@@ -41,7 +42,7 @@ ZmqPeerNetOptions WithProtocolVersion(ZmqPeerNetOptions o) {
 ZmqPeerNet::ZmqPeerNet(const ZmqPeerNetOptions& options)
     : options_(WithProtocolVersion(options)),
       config_hash_(ClusterConfigHash(options.config)),
-      incarnation_(NextIncarnation()) {}
+      incarnation_(NextIncarnation(options.min_incarnation)) {}
 
 absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetOptions& options) {
   absl::Status valid = ValidateClusterConfig(options.config);

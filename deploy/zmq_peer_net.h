@@ -18,7 +18,8 @@
 //         RejoinRequest / RejoinReply -> PeerHandler::OnRejoinRequest /
 //         OnRejoinReply.
 // Incarnations: every frame carries the sender's incarnation (its start
-//         time) and the receiver's as the sender knows it. A Hello of a
+//         time, above the last one the node persisted: options.
+//         min_incarnation) and the receiver's as the sender knows it. A Hello of a
 //         newer incarnation of a peer (it restarted) is taken: its frames
 //         are numbered from 1 again, our frames to it too, and we answer
 //         with our own Hello (saying whether we run, and the cluster's
@@ -60,6 +61,7 @@
 
 #include "absl/status/statusor.h"
 #include "deploy/curve_auth.h"
+#include "io/file_system.h"
 #include "proto/cluster.pb.h"
 #include "scheduler/peer_link.h"
 #include "zmq.hpp"
@@ -82,7 +84,19 @@ struct ZmqPeerNetOptions {
   // Create sets `allowed` and `user_ids` from the config: every node's
   // public key, each with its node id. Unset: insecure (NULL mechanism).
   std::optional<CurveServerOptions> curve;
+  // This process's incarnation is above this one: a node passes the last
+  // incarnation it persisted (LoadIncarnation), so that a restart after its
+  // clock stepped back still comes as a newer incarnation (review finding
+  // 12). 0: the wall clock alone.
+  uint64_t min_incarnation = 0;
 };
+
+// A node's last incarnation, persisted in its data dir (the file
+// `incarnation`): 0 if none was saved; DataLoss if the file does not hold
+// a number. SaveIncarnation replaces it atomically (a temporary file,
+// synced, renamed, the directory synced); dir must exist.
+absl::StatusOr<uint64_t> LoadIncarnation(FileSystem* fs, const std::string& dir);
+absl::Status SaveIncarnation(FileSystem* fs, const std::string& dir, uint64_t incarnation);
 
 // A peer's Hello whose boot time is more than this ahead of our clock is
 // refused (clocks must be synchronised: epochs follow the wall clock).
