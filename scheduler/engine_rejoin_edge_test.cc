@@ -87,30 +87,30 @@ void ExpectAllEqualTheSerialReplay(World* w) {
   ASSERT_NO_FATAL_FAILURE(ExpectTheSerialReplay(w, boundary, digests, [](const pb::Txn&) { return false; }));
 }
 
-// Review finding 7: the peers keep 40 batches of the dead node (8 KiB of
-// txn each, one or a few txns per epoch) beyond its durable epoch, 320 KiB
-// in all, and the link carries messages of at most 64 KiB (ZeroMQ's
-// max_frame_bytes, 256 MiB, against bulk loads of up to 64 MiB per batch).
+// Review finding 7: the peers keep the dead node's batches of 160 txns of
+// 4 KiB (one or a few per epoch) beyond its durable epoch, 640 KiB in all,
+// and the link carries messages of at most 128 KiB (as ZeroMQ's
+// max_frame_bytes, 256 MiB, against bulk loads of up to 64 MiB a batch).
 // Before, each peer answered STATE in one message, which the link dropped:
 // the node asked again every 5 s and failed at its progress deadline. Now
 // the answers come in pages of about rejoin_reply_bytes, nothing is
-// dropped, the node sequences the 40 txns again, and everything equals the
+// dropped, the node sequences the 160 txns again, and everything equals the
 // serial replay.
 TEST(EngineRejoin, AStateAnswerLargerThanAMessageComesInPages) {
   World w(false);
-  w.hub.set_max_message_bytes(64 << 10);
-  w.reply_bytes = 24 << 10;
+  w.hub.set_max_message_bytes(128 << 10);
+  w.reply_bytes = 48 << 10;
   w.rejoin_timeout = seconds(10);
   for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
   ASSERT_NO_FATAL_FAILURE(StartAll(&w));
   const uint32_t dead = 0;
-  constexpr int kTxns = 40;
-  constexpr size_t kArgs = 8 << 10;
+  constexpr int kTxns = 160;
+  constexpr size_t kArgs = 4 << 10;
   w.frozen = static_cast<int>(dead);  // its log syncs nothing more
   for (int i = 0; i < kTxns; ++i) {
     std::vector<pb::Txn> one{WideTxn(dead, i, kArgs)};
     ASSERT_TRUE(w.engines[dead]->SubmitMany(&one).ok());
-    std::this_thread::sleep_for(milliseconds(kSanitized ? 6 : 2));  // about one per epoch
+    std::this_thread::sleep_for(milliseconds(kSanitized ? 6 : 2));  // about one per epoch (32 fill a message)
   }
   ASSERT_NO_FATAL_FAILURE(WaitRetained(&w, dead, kTxns * kArgs));
   ASSERT_NO_FATAL_FAILURE(KillAndRemake(&w, dead));
@@ -129,7 +129,9 @@ TEST(EngineRejoin, AStateAnswerLargerThanAMessageComesInPages) {
 // expected: epoch 1); other requests it never answers.
 class FakeNode final : public PeerHandler, public RemoteReadsReceiver {
  public:
-  explicit FakeNode(PeerLink* link) : link_(link) {}
+  // Takes node n's place on hub (ReplaceWithFake); detaches it when gone.
+  FakeNode(InProcessPeerHub* hub, uint32_t n) : hub_(hub), n_(n), link_(hub->link(n)) {}
+  ~FakeNode() override { hub_->Detach(n_); }
   void OnPeerBatch(std::shared_ptr<pb::Batch> batch) override {
     std::lock_guard<std::mutex> l(mu_);
     batches_.emplace_back(std::this_thread::get_id(), std::move(batch));
@@ -167,6 +169,8 @@ class FakeNode final : public PeerHandler, public RemoteReadsReceiver {
   }
 
  private:
+  InProcessPeerHub* const hub_;
+  const uint32_t n_;
   PeerLink* const link_;
   std::mutex mu_;
   std::vector<std::pair<std::thread::id, std::shared_ptr<pb::Batch>>> batches_;  // guarded by mu_
@@ -186,19 +190,23 @@ void ReplaceWithFake(World* w, uint32_t n, FakeNode* fake) {
   w->hub.Attach(n);
 }
 
-// Feeds every node until each answered `more` txns more.
-void FeedAll(World* w, int more, uint64_t seed) {
-  std::vector<std::unique_ptr<Feeder>> feeders;
+// Every node's client (one Feeder each, its seqs going on across calls),
+// fed until each node answered `more` txns more.
+using Feeders = std::vector<std::unique_ptr<Feeder>>;
+Feeders MakeFeeders(World* w, uint64_t seed) {
+  Feeders out;
+  for (uint32_t n = 0; n < kNodes; ++n) out.push_back(std::make_unique<Feeder>(w, n, seed + n));
+  return out;
+}
+void Feed(World* w, Feeders* feeders, int more) {
   std::vector<int> target(kNodes);
-  for (uint32_t n = 0; n < kNodes; ++n) {
-    target[n] = Answered(w->answers[n].get()) + more;
-    feeders.push_back(std::make_unique<Feeder>(w, n, seed + n));
-    feeders.back()->Start();
-  }
+  for (uint32_t n = 0; n < kNodes; ++n) target[n] = Answered(w->answers[n].get()) + more;
+  for (auto& f : *feeders) f->Start();
   for (uint32_t n = 0; n < kNodes; ++n)
     for (int i = 0; i < 60000 && Answered(w->answers[n].get()) < target[n]; ++i)
       std::this_thread::sleep_for(milliseconds(1));
-  for (auto& f : feeders) f->Stop();
+  for (auto& f : *feeders) f->Stop();
+  for (uint32_t n = 0; n < kNodes; ++n) ASSERT_GE(Answered(w->answers[n].get()), target[n]) << "node " << n;
 }
 
 // Review finding 8 (b): a peer resends its batches for a restarted node
@@ -209,14 +217,15 @@ TEST(EngineRejoin, BatchesAreRefusedBelowTheDurableEpochTheNodeReported) {
   World w(false);
   for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
   ASSERT_NO_FATAL_FAILURE(StartAll(&w));
-  ASSERT_NO_FATAL_FAILURE(FeedAll(&w, 100, 31));
+  Feeders feeders = MakeFeeders(&w, 31);
+  ASSERT_NO_FATAL_FAILURE(Feed(&w, &feeders, 100));
   // Node 0's log stalls: its durable epoch, as the peers heard it, stays.
   const uint32_t dead = 0, peer = 1;
   w.frozen = static_cast<int>(dead);
   std::this_thread::sleep_for(milliseconds(100));
   const uint64_t durable = w.engines[dead]->stats().durable_epoch;
   ASSERT_GT(durable, 1u);
-  FakeNode fake(w.hub.link(dead));
+  FakeNode fake(&w.hub, dead);
   ASSERT_NO_FATAL_FAILURE(ReplaceWithFake(&w, dead, &fake));
   const std::thread::id here = std::this_thread::get_id();  // resent batches come on it
   auto ask = [&](uint64_t after) {
@@ -255,15 +264,16 @@ TEST(EngineRejoin, APeerLackingABatchFromBeforeTheCheckpointIsRefused) {
   World w(true);
   for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
   ASSERT_NO_FATAL_FAILURE(StartAll(&w));
-  ASSERT_NO_FATAL_FAILURE(FeedAll(&w, 100, 41));
+  Feeders feeders = MakeFeeders(&w, 41);
+  ASSERT_NO_FATAL_FAILURE(Feed(&w, &feeders, 100));
   const uint64_t checkpoint = CheckpointAll(&w);
   ASSERT_GT(checkpoint, 0u);
-  ASSERT_NO_FATAL_FAILURE(FeedAll(&w, 50, 51));
+  ASSERT_NO_FATAL_FAILURE(Feed(&w, &feeders, 50));
   const uint32_t dead = 0, lacking = 2;
   w.hub.Detach(dead);
   (void)w.engines[dead]->Stop(milliseconds(0));
   w.engines[dead].reset();
-  FakeNode fake(w.hub.link(lacking));
+  FakeNode fake(&w.hub, lacking);
   ASSERT_NO_FATAL_FAILURE(ReplaceWithFake(&w, lacking, &fake));
   w.engines[dead] = w.Make(dead);
   ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
