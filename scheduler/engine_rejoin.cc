@@ -218,6 +218,7 @@ absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> Engine::AskPeers(
         asked_at[n] = Clock::now();
       }
     }
+    if (out.size() == asked.size()) break;  // in one process the answers came on this thread
     std::unique_lock<std::mutex> l(rejoin_mu_);
     rejoin_cv_.wait_for(l, std::chrono::milliseconds(20));
   }

@@ -107,12 +107,20 @@ TEST(EngineRejoin, AStateAnswerLargerThanAMessageComesInPages) {
   constexpr int kTxns = 160;
   constexpr size_t kArgs = 4 << 10;
   w.frozen = static_cast<int>(dead);  // its log syncs nothing more
+  // One at a time, each once the peers hold the last (one or two per
+  // epoch, never the 32 that would fill a message, however slow a thread).
   for (int i = 0; i < kTxns; ++i) {
     std::vector<pb::Txn> one{WideTxn(dead, i, kArgs)};
     ASSERT_TRUE(w.engines[dead]->SubmitMany(&one).ok());
-    std::this_thread::sleep_for(milliseconds(kSanitized ? 6 : 2));  // about one per epoch (32 fill a message)
+    ASSERT_NO_FATAL_FAILURE(WaitRetained(&w, dead, (i + 1) * kArgs));
   }
-  ASSERT_NO_FATAL_FAILURE(WaitRetained(&w, dead, kTxns * kArgs));
+  // The last txn is in the open epoch or the next: both sent (the
+  // sequencer hands an epoch to the peers before it opens the next).
+  const uint64_t last = w.engines[dead]->open_epoch();
+  for (int i = 0; i < 60000 && w.engines[dead]->open_epoch() <= last + 1; ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_GT(w.engines[dead]->open_epoch(), last + 1);
+  EXPECT_EQ(w.hub.oversized(), 0u);
   ASSERT_NO_FATAL_FAILURE(KillAndRemake(&w, dead));
   {
     absl::Status s = w.engines[dead]->Rejoin(w.engines[1]->clock());
