@@ -495,9 +495,13 @@ void Engine::PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, a
       again = std::max(first_epoch, again);
       LOG(INFO) << "rejoin: the merge stays at epoch " << merged << ": asking again for reads and results from epoch "
                 << again;
+      // Every idle cursor, a `done` one too: the reads the merge waits for
+      // may have been sent live after that peer answered `done`, then
+      // refused here over the held-reads budget; the peer kept them
+      // (review 2 finding 1).
       for (Cursor& k : c) {
-        if (k.asked != 0 || k.from <= again) continue;
-        k.from = k.chunk_start = again;
+        if (k.asked != 0) continue;
+        k.from = k.chunk_start = std::min(k.from, again);
         k.done = false;
       }
       moved_at = now;

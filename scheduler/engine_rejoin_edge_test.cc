@@ -9,6 +9,8 @@
 //   before its checkpoint (a stand-in node answers so).
 // - A node killed again during its own rejoin, in its catch-up: its second
 //   rejoin equals the serial replay.
+// - Reads refused over the held-reads budget after a peer answered `done`
+//   are asked for again (review 2 finding 1).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -370,6 +372,88 @@ TEST(EngineRejoin, ANodeKilledDuringItsRejoinRejoinsAgain) {
       std::this_thread::sleep_for(milliseconds(2));
     ASSERT_EQ(Answered(w.answers[n].get()), static_cast<int>(feeders[n]->accepted())) << "node " << n;
   }
+  ASSERT_NO_FATAL_FAILURE(ExpectAllEqualTheSerialReplay(&w));
+}
+
+// ---- Review 2 finding 1: a stall after a peer answered `done`.
+
+std::atomic<bool> g_slow{false};
+constexpr uint32_t kSlowTxnType = 7;
+
+// The rmw procedure, 3 ms slower while g_slow is set (the same result).
+absl::Status SlowProcedure(TxnContext* ctx, std::string* result) {
+  if (g_slow.load()) std::this_thread::sleep_for(milliseconds(3));
+  return RmwProcedure(ctx, result);
+}
+
+// The peers keep no reads or results for node 0 (its txns touched only its
+// own partition), so each answers its first MESSAGES request `done`. Then
+// node 1's client sends 20 txns on every partition: the peers execute them
+// at once and send node 0 their reads, live, while node 0 still replays
+// its log (slow txns); node 0 holds a few (a 4 KiB budget), refuses the
+// rest as over budget, and takes them 4 at a time: its merge stops with
+// 4 txns waiting for reads only the peers' retention holds. Before, the
+// stall re-ask skipped a `done` cursor whose epoch lay at or below the
+// waiting txn's: no peer was asked again, and the rejoin failed
+// DeadlineExceeded at its progress deadline. Now every idle cursor is
+// re-armed: the rejoin succeeds and everything equals the serial replay.
+TEST(EngineRejoin, ReadsRefusedOverBudgetAfterAPeerAnsweredDoneAreAskedForAgain) {
+  World w(false);
+  ASSERT_TRUE(w.procs.Register(kSlowTxnType, "slow", &SlowProcedure).ok());
+  for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
+  ASSERT_NO_FATAL_FAILURE(StartAll(&w));
+  const uint32_t dead = 0, client = 1;
+  constexpr int kLocal = 400, kWide = 20;
+  std::vector<pb::Txn> local;
+  for (int i = 0; i < kLocal; ++i) {
+    pb::Txn t;
+    t.set_type(kSlowTxnType);
+    t.set_client_id(100 + dead);
+    t.set_client_seq(i);
+    const Key k = MakeKey(kCounterTable, kNodes * (i % kRecordsPerPartition) + dead);  // node 0's partition
+    t.add_read_set(k);
+    t.add_write_set(k);
+    local.push_back(std::move(t));
+  }
+  ASSERT_TRUE(w.engines[dead]->SubmitMany(&local).ok());
+  for (int i = 0; i < 60000 && Answered(w.answers[dead].get()) < kLocal; ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_EQ(Answered(w.answers[dead].get()), kLocal);
+
+  // Node 0 dies (its log holds every answered txn) and comes back with a
+  // small held-reads budget and admission window.
+  w.hub.Detach(dead);
+  (void)w.engines[dead]->Stop(milliseconds(0));
+  w.engines[dead].reset();
+  w.held_reads_bytes = 4 << 10;
+  w.max_keys_per_txn = 8;  // a wide txn has 6
+  w.max_active = 4;
+  w.rejoin_timeout = seconds(kSanitized ? 40 : 15);
+  w.engines[dead] = w.Make(dead);
+  ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
+  w.hub.Attach(dead);
+  std::vector<uint64_t> asked_before(kNodes);
+  for (uint32_t n = 1; n < kNodes; ++n) asked_before[n] = w.engines[n]->stats().rejoin_requests;
+  g_slow = true;  // node 0's replay of its 400 txns takes 0.6 s
+  absl::Status rejoined;
+  std::thread rejoin([&] { rejoined = w.engines[dead]->Rejoin(w.engines[1]->clock()); });
+  // STATE, BATCHES, then MESSAGES, answered `done` at once (in one process,
+  // on the asking thread).
+  for (uint32_t n = 1; n < kNodes; ++n)
+    for (int i = 0; i < 60000 && w.engines[n]->stats().rejoin_requests < asked_before[n] + 3; ++i)
+      std::this_thread::sleep_for(milliseconds(1));
+  std::vector<pb::Txn> wide;
+  for (int i = 0; i < kWide; ++i) wide.push_back(WideTxn(client, i, 0));
+  ASSERT_TRUE(w.engines[client]->SubmitMany(&wide).ok());
+  rejoin.join();
+  g_slow = false;
+  ASSERT_TRUE(rejoined.ok()) << rejoined;
+  uint64_t over_budget = 0;
+  for (const SchedulerStats& p : w.engines[dead]->stats().partitions) over_budget += p.remote_reads.over_budget;
+  EXPECT_GT(over_budget, 0u) << "the test's premise: live reads were refused over budget";
+  for (int i = 0; i < 60000 && Answered(w.answers[client].get()) < kWide; ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_EQ(Answered(w.answers[client].get()), kWide);
   ASSERT_NO_FATAL_FAILURE(ExpectAllEqualTheSerialReplay(&w));
 }
 

@@ -97,7 +97,6 @@ struct World {
     EngineOptions o;
     o.workers = 2;
     o.lock.table_size = 64;
-    o.lock.max_active = 50;
     o.epoch_us = kSanitized ? 3000 : 1000;  // a sanitized engine keeps up with its clock
     o.peers = hub.link(n);
     o.results = sinks.back().get();
@@ -107,6 +106,10 @@ struct World {
     o.rejoin_progress_timeout = rejoin_timeout;
     o.rejoin_retention_bytes = retention_bytes;
     o.rejoin_reply_bytes = reply_bytes;
+    o.max_held_reads_bytes = held_reads_bytes;
+    o.max_keys_per_txn = max_keys_per_txn;
+    o.lock.max_active = max_active;
+    o.peer_window_us = peer_window_us;
     if (checkpoints) o.checkpoint.dir = "/ckpt";
     // The writer stalls before its fsync while this node is `frozen` (a slow disk).
     o.log.crash_hook = [this, n](std::string_view point) {
@@ -124,6 +127,10 @@ struct World {
   std::chrono::milliseconds rejoin_timeout{60000};  // for engines made from now on
   uint64_t retention_bytes = 64u << 20;             // likewise
   uint64_t reply_bytes = 32u << 20;                 // likewise
+  uint64_t held_reads_bytes = 64u << 20;            // likewise
+  size_t max_keys_per_txn = 10000;                  // likewise
+  uint32_t max_active = 50;                         // likewise
+  uint64_t peer_window_us = 10'000'000;             // likewise
   std::atomic<int> frozen{-1};
   ProcedureRegistry procs;
   ModPartitioner parts{kNodes};
