@@ -49,6 +49,7 @@ absl::StatusOr<std::optional<ClusterClock>> ZmqPeerNet::running_cluster() {
   std::lock_guard<std::mutex> l(hello_mu_);
   std::string running, rejoining, starting;  // node lists, "1, 2"
   std::optional<ClusterClock> clock;
+  uint32_t clock_node = 0;  // the lowest running node: whose clock we take
   for (uint32_t n = 0; n < num_nodes_; ++n) {
     if (n == options_.node_id) continue;
     std::string* list = running_of_[n] ? &running : rejoining_of_[n] ? &rejoining : &starting;
@@ -56,10 +57,19 @@ absl::StatusOr<std::optional<ClusterClock>> ZmqPeerNet::running_cluster() {
     if (!running_of_[n]) continue;
     if (!clock.has_value()) {
       clock = clock_of_[n];
+      clock_node = n;
     } else if (clock_of_[n].start_us != clock->start_us || clock_of_[n].origin_epoch != clock->origin_epoch) {
-      LOG(WARNING) << "node " << n << " runs on another clock (start " << clock_of_[n].start_us << " us, origin epoch "
-                   << clock_of_[n].origin_epoch << ") than the lower nodes (start " << clock->start_us
-                   << " us, origin epoch " << clock->origin_epoch << "): taking the latter";
+      // Every running node took one clock (the agreed start, or the one it
+      // rejoined on): two clocks are a bug or a forgery, and a rejoin on
+      // either could sequence where the other nodes refuse (review 2
+      // finding 2).
+      const std::string error = absl::StrCat(
+          "node ", n, " runs on another cluster clock (start ", clock_of_[n].start_us, " us, origin epoch ",
+          clock_of_[n].origin_epoch, ") than node ", clock_node, " (start ", clock->start_us, " us, origin epoch ",
+          clock->origin_epoch, "): node ", options_.node_id, " cannot rejoin on either (a bug or a forged Hello); "
+          "restart every node");
+      LOG(ERROR) << error;
+      return absl::FailedPreconditionError(error);
     }
   }
   if (!rejoining.empty())
@@ -72,6 +82,8 @@ absl::StatusOr<std::optional<ClusterClock>> ZmqPeerNet::running_cluster() {
     return absl::FailedPreconditionError(absl::StrCat(
         "node(s) ", running, " run while node(s) ", starting, " start as this node ", options_.node_id,
         " does: a rejoin takes one restarted node at a time; restart every node"));
+  LOG(INFO) << "node(s) " << running << " run on the cluster clock of start " << clock->start_us
+            << " us, origin epoch " << clock->origin_epoch << " (as node " << clock_node << "'s Hello says)";
   return clock;
 }
 
@@ -179,6 +191,18 @@ void ZmqPeerNet::TakeHello(const pb::PeerMessage& m, bool heard, bool restarted)
     // old one is normal: the peer may have waited for us a long time).
     hello_error_ = absl::StrCat("node ", m.from_node(), "'s clock is ", skew / 1000000,
                                 " s ahead of ours: synchronise the clocks (NTP)");
+  else if (const int64_t ahead = static_cast<int64_t>(m.hello().start_us() - WallClockMicros());
+           (m.hello().running() || m.hello().rejoining()) && ahead > kMaxClockSkewUs) {
+    // A cluster that runs started in the past: a start ahead of our clock
+    // by more than the skew would have a rejoining node wait for epochs
+    // nobody sequences, and bound the peers' batches by nothing (review 2
+    // finding 2).
+    hello_error_ = absl::StrCat("node ", m.from_node(), m.hello().running() ? " runs" : " rejoins",
+                                " on a cluster clock that starts ", ahead / 1000000, " s ahead of ours (start ",
+                                m.hello().start_us(), " us): a bug, a forged Hello, or clocks out of sync (NTP); "
+                                "restart every node");
+    LOG(ERROR) << hello_error_;
+  }
   else if (heard) {  // the first Hello of this incarnation
     boot_us_[m.from_node()] = std::max<uint64_t>(1, m.hello().boot_us());
     recovered_[m.from_node()] = m.hello().recovered_epoch();

@@ -1,9 +1,12 @@
 // ZmqPeerNet over real sockets on 127.0.0.1: incarnations and the Hello
 // around a restart (a restarted peer is taken again and told whether the
 // cluster runs; a restart while another node rejoins is refused), the
+// running peers' cluster clock checked (one clock, not in the future), the
 // incarnation persisted in the data dir, and the peer protocol version.
 #include <chrono>
+#include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -151,6 +154,93 @@ TEST(ZmqPeerNet, ARestartWhileAnotherNodeStillRejoinsIsRefused) {
   EXPECT_EQ((*running)->start_us, 12345u);
   EXPECT_EQ((*running)->origin_epoch, 7u);
   p.net[1]->Stop();
+}
+
+// A Hello as a running peer of this binary sends it (frame 1 of a new
+// incarnation), on the cluster clock (start_us, origin).
+pb::PeerMessage RunningHello(uint32_t from, uint64_t start_us, uint64_t origin) {
+  pb::PeerMessage m;
+  m.set_from_node(from);
+  m.set_seq(1);
+  m.set_incarnation(1);
+  pb::Hello* h = m.mutable_hello();
+  h->set_epoch_us(1000);
+  h->set_boot_us(WallClockMicros() - 60'000'000);
+  (*h->mutable_settings())["protocol_version"] = absl::StrCat(kPeerProtocolVersion);
+  h->set_running(true);
+  h->set_start_us(start_us);
+  h->set_clock_origin_epoch(origin);
+  return m;
+}
+
+// A started net of node `self` in config c, recording into rec.
+std::unique_ptr<ZmqPeerNet> StartedNet(const pb::ClusterConfig& c, uint32_t self, Recorder* rec) {
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = self;
+  o.epoch_us = 1000;
+  auto n = ZmqPeerNet::Create(o);
+  EXPECT_TRUE(n.ok()) << n.status();
+  if (!n.ok()) return nullptr;
+  (*n)->SetHandler(rec);
+  (*n)->RegisterReceiver(self, rec);
+  (*n)->Start();
+  return std::move(*n);
+}
+
+// Review 2 finding 2 (a): two running peers report different cluster
+// clocks (a bug or a forged Hello; honest running nodes share one). A
+// restarted node refuses to rejoin, naming both, where it took the lower
+// node's clock before (and logged a warning).
+TEST(ZmqPeerNet, RunningPeersOnDifferentClocksAreRefused) {
+  const pb::ClusterConfig c = Nodes(3, 1000);
+  Recorder rec;
+  std::unique_ptr<ZmqPeerNet> net = StartedNet(c, 2, &rec);
+  ASSERT_NE(net, nullptr);
+  const uint64_t start = WallClockMicros() - 50'000'000;
+  SendRaw(c, 2, RunningHello(0, start, 7));
+  SendRaw(c, 2, RunningHello(1, start + 1000, 7));  // one epoch apart
+  ASSERT_TRUE(net->Handshake(milliseconds(10000)).ok());
+  auto r = net->running_cluster();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_NE(r.status().message().find(absl::StrCat("node 1 runs on another cluster clock (start ", start + 1000,
+                                                   " us, origin epoch 7) than node 0 (start ", start)),
+            std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("restart every node"), std::string::npos) << r.status();
+  net->Stop();
+}
+
+// Review 2 finding 2 (b): a running peer's cluster clock that starts more
+// than the allowed skew ahead of ours is refused at the handshake, naming
+// the peer; one in the past is taken.
+TEST(ZmqPeerNet, ARunningPeersClockThatStartsInTheFutureIsRefused) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Recorder rec;
+  std::unique_ptr<ZmqPeerNet> net = StartedNet(c, 1, &rec);
+  ASSERT_NE(net, nullptr);
+  const uint64_t start = WallClockMicros() + kMaxClockSkewUs + 60'000'000;
+  SendRaw(c, 1, RunningHello(0, start, 7));
+  auto h = net->Handshake(milliseconds(10000));
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kFailedPrecondition) << h.status();
+  EXPECT_NE(h.status().message().find("node 0 runs on a cluster clock that starts"), std::string::npos)
+      << h.status();
+  EXPECT_NE(h.status().message().find(absl::StrCat("s ahead of ours (start ", start, " us)")), std::string::npos)
+      << h.status();
+  net->Stop();
+
+  Recorder rec2;
+  const pb::ClusterConfig c2 = TwoNodes(1000);
+  net = StartedNet(c2, 1, &rec2);
+  ASSERT_NE(net, nullptr);
+  const uint64_t past = WallClockMicros() - 50'000'000;
+  SendRaw(c2, 1, RunningHello(0, past, 7));
+  ASSERT_TRUE(net->Handshake(milliseconds(10000)).ok());
+  auto r = net->running_cluster();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((*r)->start_us, past);
+  net->Stop();
 }
 
 TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {

@@ -1,5 +1,5 @@
 // Shared by the ZmqPeerNet tests (zmq_peer_net_test.cc,
-// zmq_peer_hello_test.cc): a two-node config on free loopback ports, a
+// zmq_peer_hello_test.cc): an n-node config on free loopback ports, a
 // PeerHandler that records what reaches it, a pair of started nets, and a
 // raw frame sent to a node's peer port.
 //
@@ -22,11 +22,12 @@
 namespace detdb {
 namespace zmq_peer_testing {
 
-inline pb::ClusterConfig TwoNodes(uint64_t epoch_us) {
+// `count` nodes on free loopback ports, node i serving partition i.
+inline pb::ClusterConfig Nodes(uint32_t count, uint64_t epoch_us) {
   pb::ClusterConfig c;
-  c.set_num_partitions(2);
+  c.set_num_partitions(count);
   c.set_epoch_us(epoch_us);
-  for (uint32_t i = 0; i < 2; ++i) {
+  for (uint32_t i = 0; i < count; ++i) {
     pb::NodeConfig* n = c.add_nodes();
     n->set_id(i);
     n->set_host("127.0.0.1");
@@ -36,6 +37,8 @@ inline pb::ClusterConfig TwoNodes(uint64_t epoch_us) {
   }
   return c;
 }
+
+inline pb::ClusterConfig TwoNodes(uint64_t epoch_us) { return Nodes(2, epoch_us); }
 
 class Recorder : public PeerHandler, public RemoteReadsReceiver {
  public:

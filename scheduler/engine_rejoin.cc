@@ -311,6 +311,14 @@ absl::Status Engine::RejoinSteps(const ClusterClock& clock) {
     auto e = RecoverLog();
     if (!e.ok()) return e.status();
   }
+  // The clock came in a peer's Hello (review 2 finding 2): our log holds
+  // no epoch beyond the clock of when we logged it plus the window peers'
+  // batches are taken in, so a clock behind that is not the cluster's.
+  if (const uint64_t now = ClockEpoch(), window = window_->window_epochs(); now + window < log_epoch_)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node ", self, ": the running peers' cluster clock (start ", clock.start_us, " us, origin epoch ",
+        clock.origin_epoch, ") is at epoch ", now, ", but our input log holds epoch ", log_epoch_, ", more than the ",
+        window, "-epoch peer window ahead: a bug, a forged Hello, or a clock stepped back; restart every node"));
   replaying_.store(true, std::memory_order_release);
   struct Done {
     std::atomic<bool>* flag;

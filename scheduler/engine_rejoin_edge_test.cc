@@ -9,6 +9,8 @@
 //   before its checkpoint (a stand-in node answers so).
 // - A node killed again during its own rejoin, in its catch-up: its second
 //   rejoin equals the serial replay.
+// - A cluster clock behind the node's own log is refused (review 2
+//   finding 2 c).
 // - Reads refused over the held-reads budget after a peer answered `done`
 //   are asked for again (review 2 finding 1).
 #include <algorithm>
@@ -371,6 +373,52 @@ TEST(EngineRejoin, ANodeKilledDuringItsRejoinRejoinsAgain) {
            std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(milliseconds(2));
     ASSERT_EQ(Answered(w.answers[n].get()), static_cast<int>(feeders[n]->accepted())) << "node " << n;
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectAllEqualTheSerialReplay(&w));
+}
+
+// Review 2 finding 2 (c): the cluster clock a rejoin is given (from a
+// peer's Hello) is behind the node's own log by more than the peer window:
+// not the cluster's clock (a bug, a forgery, or a clock stepped back). The
+// rejoin is refused, naming both epochs, before anything is asked of the
+// peers; the true clock then rejoins.
+TEST(EngineRejoin, AClockBehindTheNodesOwnLogIsRefused) {
+  World w(false);
+  for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
+  ASSERT_NO_FATAL_FAILURE(StartAll(&w));
+  const uint32_t dead = 0;
+  for (int i = 0; i < 60000 && w.engines[dead]->stats().durable_epoch < 100; ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_GE(w.engines[dead]->stats().durable_epoch, 100u);
+  w.hub.Detach(dead);
+  (void)w.engines[dead]->Stop(milliseconds(0));
+  w.engines[dead].reset();
+  w.peer_window_us = 1;  // 16 epochs
+  w.engines[dead] = w.Make(dead);
+  auto log_epoch = w.engines[dead]->RecoverLog();
+  ASSERT_TRUE(log_epoch.ok()) << log_epoch.status();
+  ASSERT_GE(*log_epoch, 100u);
+  w.hub.Attach(dead);
+  std::vector<uint64_t> asked(kNodes);
+  for (uint32_t n = 1; n < kNodes; ++n) asked[n] = w.engines[n]->stats().rejoin_requests;
+  const absl::Status s = w.engines[dead]->Rejoin(ClusterClock{NowMicros(), 0});  // at epoch 0
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find(absl::StrCat("is at epoch 0, but our input log holds epoch ", *log_epoch,
+                                          ", more than the 16-epoch peer window ahead")),
+            std::string::npos)
+      << s;
+  for (uint32_t n = 1; n < kNodes; ++n)
+    EXPECT_EQ(w.engines[n]->stats().rejoin_requests, asked[n]) << "node " << n << " was asked nothing";
+
+  w.hub.Detach(dead);
+  w.engines[dead].reset();
+  w.peer_window_us = 10'000'000;
+  w.engines[dead] = w.Make(dead);
+  ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
+  w.hub.Attach(dead);
+  {
+    absl::Status ok = w.engines[dead]->Rejoin(w.engines[1]->clock());
+    ASSERT_TRUE(ok.ok()) << ok;
   }
   ASSERT_NO_FATAL_FAILURE(ExpectAllEqualTheSerialReplay(&w));
 }
