@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <ostream>
 #include <random>
 #include <set>
 #include <thread>
@@ -45,6 +46,14 @@ struct RejoinCase {
   bool detach_first;  // the hub drops its frames before its disk loses the unsynced tail (else after)
   bool checkpoints;
 };
+
+// Printed by its fields: gtest prints a struct's bytes, padding included,
+// and gtest_discover_tests puts that into the CTest name (review 2
+// finding 9).
+void PrintTo(const RejoinCase& c, std::ostream* os) {
+  *os << "seed " << c.seed << (c.detach_first ? ", detach first" : ", crash first")
+      << (c.checkpoints ? ", checkpoints" : "");
+}
 
 class EngineRejoinTest : public ::testing::TestWithParam<RejoinCase> {};
 
