@@ -21,7 +21,9 @@ void PeerRetention::Start(uint64_t first_epoch) {
   for (auto& n : nodes_) {
     if (n == nullptr) continue;
     std::lock_guard<std::mutex> l(n->mu);
-    n->kept_from = std::max<uint64_t>(1, first_epoch);
+    // Never below the anchor, which may be set first (a peer's checkpoint
+    // heard during a rejoin's STATE; review 2 finding 8).
+    n->kept_from = std::max<uint64_t>({n->kept_from, 1, first_epoch});
     TrimLocked(n.get());
   }
 }

@@ -55,7 +55,8 @@ class PeerRetention {
   PeerRetention(uint32_t num_nodes, uint32_t self, uint64_t max_message_bytes);
 
   // Recovery: this node (re)executes every txn from first_epoch on, and so
-  // resends their reads and results: messages are kept from there.
+  // resends their reads and results: messages are kept from there, or from
+  // the anchor + 1 if SetAnchor came first and is later.
   void Start(uint64_t first_epoch);
   void OnSentBatch(uint32_t node, std::shared_ptr<const pb::Batch> batch);
   void OnReceivedBatch(uint32_t node, std::shared_ptr<const pb::Batch> batch);

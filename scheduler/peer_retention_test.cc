@@ -171,5 +171,19 @@ TEST(PeerRetention, TheAnchorAndTheCapDropTheOldestMessages) {
   EXPECT_EQ(r.MessagesFrom(1, 1, 1 << 20).reads.size(), rest.reads.size());
 }
 
+// Review 2 finding 8: during a rejoin the anchor may be set (a peer's
+// checkpoint heard during STATE) before the replay starts the retention
+// from the restored checkpoint; Start does not lower kept_from below it.
+TEST(PeerRetention, StartAfterTheAnchorKeepsFromTheAnchor) {
+  PeerRetention r(2, /*self=*/0, 1 << 20);
+  r.SetAnchor(10);
+  r.Start(4);  // the replay from the checkpoint of epoch 3
+  EXPECT_EQ(r.kept_from(1), 11u);
+  r.OnSentResult(1, Result(5, 1, 0));  // at or below the anchor: not kept
+  EXPECT_TRUE(r.MessagesFrom(1, 1, 1 << 20).results.empty());
+  r.Start(20);  // a later start still raises it
+  EXPECT_EQ(r.kept_from(1), 20u);
+}
+
 }  // namespace
 }  // namespace detdb
