@@ -61,6 +61,10 @@ DEFINE_uint64(rejoin_retention_mb, 64,
               "Per other node, MiB of the remote reads and results sent to it since the newest checkpoint every node "
               "holds, kept so that it can rejoin alone after a crash (docs/DURABILITY.md); 0: none kept, no node "
               "can rejoin alone (a restarted node needs a restart of every node); at most 16777216");
+DEFINE_uint32(log_min_sync_interval_us, 0,
+              "With --data_dir and --log_sync=fsync: at least this many us from the end of one fdatasync to the "
+              "next group (fewer syncs, less kernel CPU under load; replies wait up to this much longer). 0: a "
+              "group starts as soon as the previous sync ended. At most 1000000");
 DEFINE_uint32(checkpoint_interval_s, 0,
               "With --data_dir: take a checkpoint (DIR/ckpt) every this many seconds of epochs, at the same epochs "
               "on every node, and cut the input log behind the older kept one (0: only on request, detdb-ctl "
@@ -185,6 +189,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.engine.log.lazy_sync = std::chrono::milliseconds(FLAGS_log_lazy_sync_ms);
+  if (FLAGS_log_min_sync_interval_us > 1000000) {
+    fprintf(stderr, "detdb: --log_min_sync_interval_us must be at most 1000000\n");
+    return 2;
+  }
+  o.engine.log.min_sync_interval = std::chrono::microseconds(FLAGS_log_min_sync_interval_us);
   std::string crash_at = FLAGS_crash_at;
   if (crash_at.empty() && getenv("DETDB_CRASH_AT") != nullptr) crash_at = getenv("DETDB_CRASH_AT");
   if (!crash_at.empty()) {

@@ -288,7 +288,13 @@ absl::StatusOr<ForkedCapture> ForkCapture(const CheckpointMeta& meta,
   uint64_t most = 0;
   for (const PartitionStore* s : stores) {
     buffers.table_ids.push_back(s->table_ids());
-    for (uint32_t id : buffers.table_ids.back()) most = std::max(most, s->GetTable(id)->size());
+    // Only hash tables need the sort scratch (an ordered table is visited in
+    // key order as it stands), and an ordered table's size() walks the whole
+    // tree: in this pause, with every partition stopped, it must not.
+    for (uint32_t id : buffers.table_ids.back()) {
+      const Table* t = s->GetTable(id);
+      if (!t->ordered()) most = std::max(most, t->size());
+    }
   }
   constexpr size_t kBuf = 1 << 20;
   Scratch out(kBuf), sort(most * sizeof(const Record*));

@@ -99,6 +99,7 @@ absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch, uint64_t fi
   wo.config_hash = options_.config_hash;
   wo.build_id = options_.build_id;
   wo.lazy_sync = options_.lazy_sync;
+  wo.min_sync_interval = options_.min_sync_interval;
   wo.crash_hook = options_.crash_hook;
   wo.on_durable = [this](uint64_t e) { OnDurable(e); };
   wo.on_failure = [this](const absl::Status& s) { Fail(s); };

@@ -79,6 +79,10 @@ struct LogStageOptions {
   // epoch only counts synced records, so the gate stays exact; a reply of a
   // peer may wait up to this long for this node's empty batches. 0: off.
   std::chrono::microseconds lazy_sync{20000};
+  // InputLogOptions::min_sync_interval: at least this long between the end
+  // of one group's fdatasync and the next group (fewer syncs under load,
+  // replies later by up to this much). 0: off.
+  std::chrono::microseconds min_sync_interval{0};
   // Crash points (tests): "log_written" (writer thread, after a group's
   // write, before its fdatasync) and "log_synced" (after the fsync, before
   // the replies it releases leave). May end the process.

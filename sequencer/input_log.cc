@@ -278,12 +278,17 @@ void InputLogWriter::Run() {
     // the deadline of the oldest (idle epochs cost one sync per lazy_sync).
     const auto deadline = oldest_lazy_ + options_.lazy_sync;
     work_cv_.wait_until(l, deadline, [&] { return urgent_ > 0 || flush_waiters_ > 0 || closing_; });
+    if (options_.min_sync_interval.count() > 0) {
+      work_cv_.wait_until(l, last_sync_end_ + options_.min_sync_interval,
+                          [&] { return flush_waiters_ > 0 || closing_; });
+    }
     std::deque<Pending> group;
     group.swap(queue_);
     queued_bytes_ = 0;
     urgent_ = 0;
     l.unlock();
     absl::Status s = WriteGroup(group);
+    last_sync_end_ = std::chrono::steady_clock::now();
     l.lock();
     if (!s.ok()) {
       status_ = s;  // from now on Append refuses

@@ -238,6 +238,13 @@ struct InputLogOptions {
   // whichever comes first; durable_epoch() only rises when they are synced.
   // 0: every record is written and synced at once.
   std::chrono::microseconds lazy_sync{0};
+  // Group commit with a floor: a group is not written and synced sooner than
+  // this after the previous group's sync ended (Flush and Close do not wait
+  // for it). Under load that trades latency for fewer fdatasyncs, each of
+  // which costs the kernel CPU (journal commit, block layer): records wait up
+  // to this long more before they are durable. 0: a group starts as soon as
+  // the previous sync ended (the groups are then as large as one sync lasts).
+  std::chrono::microseconds min_sync_interval{0};
   // Called on the writer thread after each group that advanced
   // durable_epoch(), with the new value. Must not call Close().
   std::function<void(uint64_t durable_epoch)> on_durable;
@@ -328,6 +335,7 @@ class InputLogWriter {
   uint64_t urgent_ = 0;                 // non-lazy records in queue_, guarded by mu_
   uint64_t flush_waiters_ = 0;          // guarded by mu_
   std::chrono::steady_clock::time_point oldest_lazy_;  // of queue_'s first record, guarded by mu_
+  std::chrono::steady_clock::time_point last_sync_end_;  // writer thread only
   bool failed_ = false;                 // the failure was reported (on_failure ran), guarded by mu_
   std::atomic<uint64_t> durable_epoch_{0};
   std::atomic<uint64_t> groups_{0};

@@ -672,5 +672,31 @@ TEST(InputLogTest, AGroupIsOneWritePerSegment) {
   }
 }
 
+TEST(InputLogTest, AMinimumSyncIntervalGathersTheRecordsThatArriveMeanwhile) {
+  FaultInjectingFileSystem fs;
+  InputLogOptions o = WriterOptions(&fs, uint64_t{1} << 20);
+  o.min_sync_interval = std::chrono::seconds(10);
+  auto w = OpenWriter(o);
+  ASSERT_NE(w, nullptr);
+  // The first group starts at once (no sync before it).
+  ASSERT_TRUE(w->Append(1, 0, Payload(1, 0, 100), true, /*lazy=*/false).ok());
+  for (int i = 0; i < 2000 && w->durable_epoch() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(1u, w->durable_epoch());
+  ASSERT_EQ(1u, w->groups());
+  // The next ones wait for the interval: nothing more is synced meanwhile.
+  for (uint64_t e = 2; e <= 20; ++e) ASSERT_TRUE(w->Append(e, 0, Payload(e, 0, 100), true, /*lazy=*/false).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(1u, w->durable_epoch());
+  EXPECT_EQ(1u, w->groups());
+  // A Flush does not wait for it: one more group holds all 19.
+  ASSERT_TRUE(w->Flush().ok());
+  EXPECT_EQ(20u, w->durable_epoch());
+  EXPECT_EQ(2u, w->groups());
+  ASSERT_TRUE(w->Close().ok());
+  auto got = ReadInputLog(kDir, Recovery(&fs));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(20u, got->size());
+}
+
 }  // namespace
 }  // namespace detdb

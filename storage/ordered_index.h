@@ -52,6 +52,20 @@
 //  - Slots beyond a node's count hold no child pointer (they are cleared
 //    when a node shrinks), so a torn read never reaches a node that was
 //    unlinked before the reader started.
+//  - Why not storage/version_latch.h: the node version is the same seqlock
+//    idea, but a writer here must compare each latched node's version with
+//    the one its descent saw before it makes any of them odd (LatchPath), so
+//    that a failed attempt leaves no trace; and readers load each field with
+//    acquire and recheck, instead of VersionLatch's fences (which
+//    ThreadSanitizer does not model). VersionLatch has neither step.
+//  - Elision (RTM): LatchPath takes one ElidedLatch per latched node, and
+//    with RTM each further one nests in the first's transaction (flattened).
+//    The hardware limits nesting (MAX_RTM_NEST_COUNT is 7 on Intel), so a
+//    path of more than 7 latched nodes (a split that fills 7 levels of full
+//    ancestors; an unlink up 7 levels) aborts each time and takes the real
+//    latches: correct, but not elided. Inserts that fit and erases that
+//    keep a leaf non-empty latch one node. The injected Speculation seam of
+//    the policy tests does not nest, so they cover single-node paths only.
 //
 // Scans. A scan reads one leaf at a time, with the key range (fences) the
 // leaf had when the reader reached it, and continues from the upper fence
