@@ -346,6 +346,9 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // the merged epoch when the merge makes no progress for a while. Sets
   // *error if a peer cannot serve it.
   void PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, absl::Status* error, std::mutex* error_mu);
+  // The lowest id of a txn waiting for remote reads on a local partition
+  // (0: none).
+  TxnId OldestAwaitingReads() const;
   bool StartCancelled() const { return start_cancelled_.load(std::memory_order_acquire); }
   // engine_checkpoint.cc: finds the valid checkpoints (RecoverLog); loads
   // the one to start from into the stores, returns its epoch (0: none).

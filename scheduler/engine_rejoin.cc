@@ -3,6 +3,8 @@
 // running cluster" gives the design; engine.h documents the class.
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +26,39 @@ constexpr auto kNoProgress = std::chrono::seconds(3);
 // A peer answered reads and results only up to its durable epoch, which is
 // still below what we asked for: asked again after this long.
 constexpr auto kAskLagging = std::chrono::milliseconds(20);
+
+// How often a catch-up's progress is looked at (OldestAwaitingReads walks
+// the txns waiting for remote reads).
+constexpr auto kProgressSample = std::chrono::milliseconds(100);
+
+// A catch-up's progress, sampled: a counter that moves (epochs merged,
+// txns answered), and the oldest txn waiting for remote reads. A sample
+// moved if the counter or the oldest waiting txn changed, unless that txn
+// is the one of the last sample: a txn waiting all along is no progress,
+// however far the merge runs on through empty epochs (review 2 finding 1).
+class ProgressWatch {
+ public:
+  explicit ProgressWatch(Clock::time_point now) : moved_at_(now), sampled_at_(now) {}
+  // Takes a sample unless the last one is younger than kProgressSample.
+  void Sample(Clock::time_point now, const std::function<uint64_t()>& counter,
+              const std::function<TxnId()>& oldest_waiting) {
+    if (now - sampled_at_ < kProgressSample) return;
+    sampled_at_ = now;
+    const uint64_t c = counter();
+    const TxnId oldest = oldest_waiting();
+    if ((c != counter_ || oldest != oldest_) && !(oldest != 0 && oldest == oldest_)) moved_at_ = now;
+    counter_ = c;
+    oldest_ = oldest;
+  }
+  Clock::duration still(Clock::time_point now) const { return now - moved_at_; }
+  void Moved(Clock::time_point now) { moved_at_ = now; }
+  TxnId oldest_waiting() const { return oldest_; }
+
+ private:
+  Clock::time_point moved_at_, sampled_at_;
+  uint64_t counter_ = 0;
+  TxnId oldest_ = 0;
+};
 
 const char* KindName(pb::RejoinRequest::Kind k) {
   switch (k) {
@@ -428,21 +463,28 @@ absl::Status Engine::RejoinSteps(const ClusterClock& clock) {
   // Progress: an epoch merged, a txn of ours answered, a partition moved.
   // None for rejoin_progress_timeout: a clear error, not a hang (review
   // finding 4).
-  uint64_t last_progress = 0;
-  auto moved_at = Clock::now();
+  // A txn waiting for remote reads all along is none either (review 2
+  // finding 1: the merge runs on through empty epochs meanwhile).
+  ProgressWatch progress(Clock::now());
   auto stalled = [&]() -> absl::Status {
-    uint64_t now_progress = merged_epoch() + replied_.load();
-    for (PartitionId p : local_) now_progress += schedulers_[p]->merged_epoch();
-    if (now_progress != last_progress) {
-      last_progress = now_progress;
-      moved_at = Clock::now();
-      return absl::OkStatus();
-    }
-    if (Clock::now() - moved_at <= options_.rejoin_progress_timeout) return absl::OkStatus();
+    const auto now = Clock::now();
+    progress.Sample(
+        now,
+        [&] {
+          uint64_t c = merged_epoch() + replied_.load();
+          for (PartitionId p : local_) c += schedulers_[p]->merged_epoch();
+          return c;
+        },
+        [&] { return OldestAwaitingReads(); });
+    if (progress.still(now) <= options_.rejoin_progress_timeout) return absl::OkStatus();
+    const TxnId waiting = progress.oldest_waiting();
     return absl::DeadlineExceededError(absl::StrCat(
         "rejoin: no progress for ", options_.rejoin_progress_timeout.count(), " ms at merged epoch ", merged_epoch(),
         " (sequenced again up to epoch ", plan->horizon, "; ", replied_.load() - replied_before, " of our ", own,
-        " replayed txns answered): a txn waits for remote reads or a batch no peer sends; restart every node"));
+        " replayed txns answered", waiting != 0 ? absl::StrCat("; txn ", waiting, " of epoch ",
+                                                            EpochBatcher::IdEpoch(waiting), " waits for remote reads")
+                                                : std::string(),
+        "): a txn waits for remote reads or a batch no peer sends; restart every node"));
   };
   absl::Status s;
   while ((s = failed()).ok() && (s = stalled()).ok() &&
@@ -468,6 +510,13 @@ absl::Status Engine::RejoinSteps(const ClusterClock& clock) {
   return absl::OkStatus();
 }
 
+TxnId Engine::OldestAwaitingReads() const {
+  TxnId out = 0;
+  for (PartitionId p : local_)
+    if (const TxnId t = schedulers_[p]->OldestAwaitingReads(); t != 0 && (out == 0 || t < out)) out = t;
+  return out;
+}
+
 void Engine::PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, absl::Status* error,
                           std::mutex* error_mu) {
   PeerLink* peers = options_.peers;
@@ -484,22 +533,18 @@ void Engine::PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, a
   };
   std::vector<Cursor> c(n);
   for (Cursor& k : c) k.from = k.chunk_start = first_epoch;
-  uint64_t last_merged = merged_epoch();
-  auto moved_at = Clock::now();
+  ProgressWatch progress(Clock::now());
   while (!stop->load(std::memory_order_acquire)) {
     const uint64_t merged = merged_epoch();
     const auto now = Clock::now();
-    if (merged != last_merged) {
-      last_merged = merged;
-      moved_at = now;
-    } else if (now - moved_at > kNoProgress) {
+    progress.Sample(now, [&] { return merged; }, [&] { return OldestAwaitingReads(); });
+    if (progress.still(now) > kNoProgress) {
       // From the oldest txn still waiting for remote reads (the merge may
-      // have run hundreds of epochs past it before it stopped), else from
-      // just below the merge (review finding 4).
+      // have run hundreds of epochs past it), else from just below the
+      // merge (review finding 4).
       uint64_t again = merged > 1 ? merged - 1 : 1;
-      for (PartitionId p : local_)
-        if (const TxnId oldest = schedulers_[p]->OldestAwaitingReads(); oldest != 0)
-          again = std::min(again, EpochBatcher::IdEpoch(oldest));
+      if (const TxnId oldest = OldestAwaitingReads(); oldest != 0)
+        again = std::min(again, EpochBatcher::IdEpoch(oldest));
       again = std::max(first_epoch, again);
       LOG(INFO) << "rejoin: the merge stays at epoch " << merged << ": asking again for reads and results from epoch "
                 << again;
@@ -512,7 +557,7 @@ void Engine::PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, a
         k.from = k.chunk_start = std::min(k.from, again);
         k.done = false;
       }
-      moved_at = now;
+      progress.Moved(now);
     }
     for (uint32_t node = 0; node < n; ++node) {
       if (node == self) continue;

@@ -438,13 +438,15 @@ absl::Status SlowProcedure(TxnContext* ctx, std::string* result) {
 // own partition), so each answers its first MESSAGES request `done`. Then
 // node 1's client sends 20 txns on every partition: the peers execute them
 // at once and send node 0 their reads, live, while node 0 still replays
-// its log (slow txns); node 0 holds a few (a 4 KiB budget), refuses the
-// rest as over budget, and takes them 4 at a time: its merge stops with
-// 4 txns waiting for reads only the peers' retention holds. Before, the
-// stall re-ask skipped a `done` cursor whose epoch lay at or below the
-// waiting txn's: no peer was asked again, and the rejoin failed
-// DeadlineExceeded at its progress deadline. Now every idle cursor is
-// re-armed: the rejoin succeeds and everything equals the serial replay.
+// its log (slow txns); node 0 holds some (a 4 KiB budget) and refuses the
+// rest as over budget. Once it takes those txns they wait for reads only
+// the peers' retention holds, while its merge runs on through empty
+// epochs. Before, the catch-up saw progress in the merge and never asked
+// again; and when it did (a merge that stood still), it skipped a `done`
+// cursor whose epoch lay at or below the waiting txn's: the rejoin never
+// ended, or failed DeadlineExceeded. Now a txn waiting all along is a
+// stall, every idle cursor is asked again, the rejoin succeeds and
+// everything equals the serial replay.
 TEST(EngineRejoin, ReadsRefusedOverBudgetAfterAPeerAnsweredDoneAreAskedForAgain) {
   World w(false);
   ASSERT_TRUE(w.procs.Register(kSlowTxnType, "slow", &SlowProcedure).ok());
@@ -469,13 +471,12 @@ TEST(EngineRejoin, ReadsRefusedOverBudgetAfterAPeerAnsweredDoneAreAskedForAgain)
   ASSERT_EQ(Answered(w.answers[dead].get()), kLocal);
 
   // Node 0 dies (its log holds every answered txn) and comes back with a
-  // small held-reads budget and admission window.
+  // small held-reads budget.
   w.hub.Detach(dead);
   (void)w.engines[dead]->Stop(milliseconds(0));
   w.engines[dead].reset();
   w.held_reads_bytes = 4 << 10;
   w.max_keys_per_txn = 8;  // a wide txn has 6
-  w.max_active = 4;
   w.rejoin_timeout = seconds(kSanitized ? 40 : 15);
   w.engines[dead] = w.Make(dead);
   ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());

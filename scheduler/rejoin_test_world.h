@@ -108,7 +108,7 @@ struct World {
     o.rejoin_reply_bytes = reply_bytes;
     o.max_held_reads_bytes = held_reads_bytes;
     o.max_keys_per_txn = max_keys_per_txn;
-    o.lock.max_active = max_active;
+    o.lock.max_active = 50;
     o.peer_window_us = peer_window_us;
     if (checkpoints) o.checkpoint.dir = "/ckpt";
     // The writer stalls before its fsync while this node is `frozen` (a slow disk).
@@ -129,7 +129,6 @@ struct World {
   uint64_t reply_bytes = 32u << 20;                 // likewise
   uint64_t held_reads_bytes = 64u << 20;            // likewise
   size_t max_keys_per_txn = 10000;                  // likewise
-  uint32_t max_active = 50;                         // likewise
   uint64_t peer_window_us = 10'000'000;             // likewise
   std::atomic<int> frozen{-1};
   ProcedureRegistry procs;
