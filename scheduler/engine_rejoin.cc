@@ -27,8 +27,7 @@ constexpr auto kNoProgress = std::chrono::seconds(3);
 // still below what we asked for: asked again after this long.
 constexpr auto kAskLagging = std::chrono::milliseconds(20);
 
-// How often a catch-up's progress is looked at (OldestAwaitingReads walks
-// the txns waiting for remote reads).
+// How often a catch-up's progress is sampled (OldestAwaitingReads walks).
 constexpr auto kProgressSample = std::chrono::milliseconds(100);
 
 // A catch-up's progress, sampled: a counter that moves (epochs merged,
@@ -548,10 +547,8 @@ void Engine::PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, a
       again = std::max(first_epoch, again);
       LOG(INFO) << "rejoin: the merge stays at epoch " << merged << ": asking again for reads and results from epoch "
                 << again;
-      // Every idle cursor, a `done` one too: the reads the merge waits for
-      // may have been sent live after that peer answered `done`, then
-      // refused here over the held-reads budget; the peer kept them
-      // (review 2 finding 1).
+      // Every idle cursor, a `done` one too: a read sent live after `done`
+      // and refused here over budget is kept by its sender (review 2 f. 1).
       for (Cursor& k : c) {
         if (k.asked != 0) continue;
         k.from = k.chunk_start = std::min(k.from, again);
