@@ -545,8 +545,8 @@ void Engine::PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, a
       if (const TxnId oldest = OldestAwaitingReads(); oldest != 0)
         again = std::min(again, EpochBatcher::IdEpoch(oldest));
       again = std::max(first_epoch, again);
-      LOG(INFO) << "rejoin: the merge stays at epoch " << merged << ": asking again for reads and results from epoch "
-                << again;
+      LOG(INFO) << "rejoin: no progress at merged epoch " << merged << " (oldest txn waiting for remote reads: "
+                << progress.oldest_waiting() << "): asking again for reads and results from epoch " << again;
       // Every idle cursor, a `done` one too: a read sent live after `done`
       // and refused here over budget is kept by its sender (review 2 f. 1).
       for (Cursor& k : c) {
