@@ -34,7 +34,7 @@ DECLARE_string(lock_manager);
 DECLARE_uint32(workers);
 
 DEFINE_uint32(kills, 3, "crash: how many times nodes are killed (SIGKILL) and restarted");
-DEFINE_string(crash_mode, "all", "crash: whom a kill hits: one (a random node), all (every node at once), mixed");
+DEFINE_string(crash_mode, "mixed", "crash: whom a kill hits: one (a random node, which rejoins the running cluster), all (every node at once), mixed (each kill one or all, by the seed)");
 DEFINE_double(crash_load_s, 1.5, "crash: at most this many seconds of load before each kill (random, seeded)");
 DEFINE_double(crash_down_s, 3, "crash: a killed node stays down 0 to this many seconds (random, seeded)");
 DEFINE_uint64(crash_records, 10000, "crash: micro records per partition");

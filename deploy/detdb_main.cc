@@ -57,6 +57,10 @@ DEFINE_string(log_sync, "fsync",
 DEFINE_int32(log_lazy_sync_ms, 20,
              "An idle epoch's empty batch is written and synced with the next batch that has txns, or after "
              "this many ms (0: every epoch synced at once, as before)");
+DEFINE_uint64(rejoin_retention_mb, 64,
+              "Per other node, MiB of the remote reads and results sent to it since the newest checkpoint every node "
+              "holds, kept so that it can rejoin alone after a crash (docs/DURABILITY.md); 0: none kept, no node "
+              "can rejoin alone (a restarted node needs a restart of every node); at most 16777216");
 DEFINE_uint32(log_min_sync_interval_us, 0,
               "With --data_dir and --log_sync=fsync: at least this many us from the end of one fdatasync to the "
               "next group (fewer syncs, less kernel CPU under load; replies wait up to this much longer). 0: a "
@@ -136,6 +140,11 @@ int main(int argc, char** argv) {
   o.engine.lock.table_size = FLAGS_table_size;
   o.engine.max_pending = FLAGS_max_pending;
   o.engine.max_pending_bytes = FLAGS_max_pending_bytes;
+  if (FLAGS_rejoin_retention_mb > (uint64_t{1} << 24)) {
+    fprintf(stderr, "detdb: --rejoin_retention_mb must be at most 16777216 (16 TiB)\n");
+    return 2;
+  }
+  o.engine.rejoin_retention_bytes = FLAGS_rejoin_retention_mb << 20;
   o.engine.max_keys_per_txn = FLAGS_max_keys_per_txn;
   o.engine.record_history = FLAGS_record_history;
   o.workload = FLAGS_workload;

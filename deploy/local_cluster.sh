@@ -12,8 +12,10 @@
 #
 # Every node logs its input to DIR/data<i> (--data_dir; emptied by `up`), so
 # `kill` + `start` of every node is a crash and a recovery: the nodes replay
-# their logs, agree on the last epoch durable everywhere and go on. (A single
-# node restarted into a cluster that kept running cannot rejoin yet.)
+# their logs, agree on the last epoch durable everywhere and go on; `kill I`
+# + `start I` of one node while the others run is a rejoin: node I replays
+# its log and catches up from the others, which keep running
+# (docs/DURABILITY.md, "Rejoining a running cluster").
 #
 # `up` builds detdb and detdb-ctl if they are missing, picks free ports on
 # 127.0.0.1, writes DIR/cluster.pbtxt (proto/cluster.proto: node i serves

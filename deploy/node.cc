@@ -134,9 +134,22 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& options) {
     no.curve = **curve;
     no.curve->domain = "peer";  // admits only the config's nodes' keys, not the allowlist (ZmqPeerNet::Create)
   }
+  if (!options.data_dir.empty()) {
+    // Above the last incarnation, whatever the clock did since (review
+    // finding 12): peers drop a Hello of an older one as stale.
+    if (absl::Status d = PosixFileSystem()->CreateDir(options.data_dir); !d.ok()) return d;
+    auto last = LoadIncarnation(PosixFileSystem(), options.data_dir);
+    if (!last.ok()) return last.status();
+    no.min_incarnation = *last;
+  }
   auto net = ZmqPeerNet::Create(no);
   if (!net.ok()) return net.status();
   node->net_ = std::move(*net);
+  if (!options.data_dir.empty()) {
+    // Before the first Hello leaves (Start).
+    absl::Status saved = SaveIncarnation(PosixFileSystem(), options.data_dir, node->net_->incarnation());
+    if (!saved.ok()) return saved;
+  }
 
   ClientEndpointOptions co;
   co.bind = absl::StrCat("tcp://", self->host(), ":", self->client_port());
@@ -239,6 +252,26 @@ absl::Status Node::Start() {
             << " node(s)";
   auto start_us = net_->Handshake(options_.handshake_timeout);
   if (!start_us.ok()) return start_us.status();
+  auto running = net_->running_cluster();
+  if (!running.ok()) return running.status();
+  if (running->has_value()) {
+    // This node restarted while the others kept running: it catches up
+    // from its log and its peers (docs/DURABILITY.md, "Rejoining a running
+    // cluster").
+    if (!engine_->logging())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node ", options_.node_id, " restarted while the other nodes run, without --data_dir: its data is gone, "
+          "it cannot rejoin; restart every node"));
+    LOG(INFO) << "node " << options_.node_id << ": the other nodes run (cluster resumed after epoch "
+              << (*running)->origin_epoch << "): rejoining";
+    // Not running before it caught up: a node restarting meanwhile is
+    // refused rather than counting on our state (review finding 2).
+    net_->SetRejoining(**running);
+    absl::Status s = engine_->Rejoin(**running);
+    if (!s.ok()) return s;
+    net_->SetRunning(**running);
+    return Ready();
+  }
   std::optional<uint64_t> resume, checkpoint;
   if (engine_->logging()) {
     auto agreed = net_->resume_epoch();
@@ -250,8 +283,14 @@ absl::Status Node::Start() {
     LOG(INFO) << "node " << options_.node_id << ": every node resumes after epoch " << *resume
               << (*from > 0 ? absl::StrCat(", from the checkpoint of epoch ", *from) : std::string());
   }
+  // Agreed: a node that restarts from now on rejoins instead.
+  net_->SetRunning(ClusterClock{*start_us, resume.value_or(0)});
   absl::Status s = engine_->Start(*start_us, resume, checkpoint);
   if (!s.ok()) return s;
+  return Ready();
+}
+
+absl::Status Node::Ready() {
   ready_.store(true, std::memory_order_release);
   if (engine_->logging() && options_.checkpoint_interval.count() > 0) {
     const uint64_t every =

@@ -97,10 +97,16 @@ class Node {
   ~Node();
 
   // Blocks until every node said hello (or the timeout: the node then stays
-  // unready and the error is returned).
+  // unready and the error is returned). If every other node runs already
+  // (this node restarted while they kept running), it rejoins them instead
+  // of starting the cluster (Engine::Rejoin; needs data_dir).
   absl::Status Start();
-  // Makes a Start() blocked in the handshake return Cancelled. Thread-safe.
-  void CancelStart() { net_->CancelHandshake(); }
+  // Makes a Start() blocked in the handshake or a rejoin return Cancelled.
+  // Thread-safe.
+  void CancelStart() {
+    net_->CancelHandshake();
+    engine_->CancelStart();
+  }
   // drain: how long to wait for txns in flight (a dead peer keeps them).
   absl::Status Stop(std::chrono::milliseconds drain = std::chrono::seconds(5));
 
@@ -116,6 +122,8 @@ class Node {
 
  private:
   explicit Node(const NodeOptions& options);
+  // Start's end once the engine runs: ready, the checkpoint thread.
+  absl::Status Ready();
   // The --checkpoint_interval_s thread.
   void CheckpointLoop(uint64_t every_epochs);
 

@@ -169,6 +169,16 @@ std::string Node::MetricsText() const {
       {"forged_result", es.forged_peer_results}};
   for (const auto& [reason, n] : engine_reasons) m.Sample("detdb_peer_refused_total", {{"reason", reason}}, n);
   m.Counter("detdb_peer_frames_lost_total", "Peer frames missing from a sequence (lost in transit)", ns.lost);
+  // Rejoins (docs/DURABILITY.md, "Rejoining a running cluster").
+  m.Counter("detdb_peer_restarts_total", "Hellos of a newer incarnation of a peer (it restarted)", ns.restarts);
+  m.Counter("detdb_rejoin_requests_total", "Rejoining peers' requests answered", es.rejoin_requests);
+  m.Gauge("detdb_rejoin_retained_bytes", "Remote reads and results kept for the peers' rejoins", es.retained_bytes);
+  m.Gauge("detdb_rejoin_retained_batches", "Batch parts kept for the peers' rejoins (0 without --data_dir)",
+          es.retained_batches);
+  m.Gauge("detdb_rejoin_retained_batch_bytes", "Serialized bytes of the batch parts kept for the peers' rejoins",
+          es.retained_batch_bytes);
+  m.Counter("detdb_peer_results_late_total", "Peer results for txns answered already (a peer replaying)",
+            es.late_peer_results);
 
   // CURVE (docs/SECURITY.md): connections, not frames.
   const bool curve = !options_.config.nodes(0).curve_public_key().empty();

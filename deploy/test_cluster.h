@@ -65,6 +65,8 @@ class TestCluster {
   void Kill(uint32_t node, int signal);
   // True while node's process runs.
   bool Running(uint32_t node);
+  // node's process id (-1 when it is not running, as far as this knows).
+  pid_t pid(uint32_t node) const { return pids_[node]; }
   // Flags for node's next Start() only (e.g. a crash point).
   void SetNextStartFlags(uint32_t node, std::vector<std::string> flags) { next_flags_[node] = std::move(flags); }
   // A file-size limit (RLIMIT_FSIZE, bytes) for node's next Start() only:

@@ -19,6 +19,19 @@ uint64_t WallClockMicros() {
 namespace {
 std::string Endpoint(const pb::NodeConfig& n, uint32_t port) { return absl::StrCat("tcp://", n.host(), ":", port); }
 
+// This process's incarnations: its start time in microseconds, increasing
+// (two in one process, as in tests, differ), above `floor` (the node's
+// last persisted one).
+uint64_t NextIncarnation(uint64_t floor) {
+  static std::atomic<uint64_t> last{0};
+  uint64_t prev = last.load();
+  uint64_t next;
+  do {
+    next = std::max({WallClockMicros(), prev + 1, floor + 1});
+  } while (!last.compare_exchange_weak(prev, next));
+  return next;
+}
+
 // The settings the handshake compares: the caller's and the peer protocol's version.
 ZmqPeerNetOptions WithProtocolVersion(ZmqPeerNetOptions o) {
   o.settings["protocol_version"] = absl::StrCat(kPeerProtocolVersion);
@@ -27,7 +40,9 @@ ZmqPeerNetOptions WithProtocolVersion(ZmqPeerNetOptions o) {
 }  // namespace
 
 ZmqPeerNet::ZmqPeerNet(const ZmqPeerNetOptions& options)
-    : options_(WithProtocolVersion(options)), config_hash_(ClusterConfigHash(options.config)) {}
+    : options_(WithProtocolVersion(options)),
+      config_hash_(ClusterConfigHash(options.config)),
+      incarnation_(NextIncarnation(options.min_incarnation)) {}
 
 absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetOptions& options) {
   absl::Status valid = ValidateClusterConfig(options.config);
@@ -55,6 +70,10 @@ absl::StatusOr<std::unique_ptr<ZmqPeerNet>> ZmqPeerNet::Create(const ZmqPeerNetO
   net->peer_durable_.assign(net->num_nodes_, 0);
   net->peer_checkpoint_.assign(net->num_nodes_, 0);
   net->expected_seq_.assign(net->num_nodes_, 1);
+  net->incarnation_of_.assign(net->num_nodes_, 0);
+  net->running_of_.assign(net->num_nodes_, false);
+  net->rejoining_of_.assign(net->num_nodes_, false);
+  net->clock_of_.assign(net->num_nodes_, ClusterClock{});
   try {
     net->pull_ = std::make_unique<zmq::socket_t>(net->ctx_, zmq::socket_type::pull);
     net->pull_->set(zmq::sockopt::rcvhwm, 0);
@@ -118,84 +137,9 @@ void ZmqPeerNet::Start() {
   });
   for (uint32_t n = 0; n < num_nodes_; ++n) {
     if (n == options_.node_id) continue;
-    pb::PeerMessage m;
-    m.mutable_hello()->set_boot_us(boot_us_[options_.node_id]);
-    m.mutable_hello()->set_epoch_us(options_.epoch_us);
-    m.mutable_hello()->set_recovered_epoch(recovered_epoch_);
-    m.mutable_hello()->set_has_log(has_log_);
-    for (uint64_t e : checkpoint_epochs_) m.mutable_hello()->add_checkpoint_epochs(e);
-    m.mutable_hello()->set_log_starts_later(!log_from_start_);
-    for (const auto& [name, value] : options_.settings) (*m.mutable_hello()->mutable_settings())[name] = value;
+    pb::PeerMessage m = MakeHello();
     SendTo(n, &m);
   }
-}
-
-absl::StatusOr<uint64_t> ZmqPeerNet::Handshake(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> l(hello_mu_);
-  const bool all = hello_cv_.wait_for(l, timeout, [&] {
-    return hello_cancelled_ || !hello_error_.empty() || std::all_of(boot_us_.begin(), boot_us_.end(), [](uint64_t b) { return b != 0; });
-  });
-  if (hello_cancelled_) return absl::CancelledError("handshake cancelled");
-  if (!hello_error_.empty()) return absl::FailedPreconditionError(hello_error_);
-  if (!all) {
-    std::string missing;
-    for (uint32_t n = 0; n < num_nodes_; ++n)
-      if (boot_us_[n] == 0) absl::StrAppend(&missing, missing.empty() ? "" : ", ", n);
-    return absl::DeadlineExceededError(absl::StrCat("no hello yet from node(s) ", missing));
-  }
-  const uint64_t last = *std::max_element(boot_us_.begin(), boot_us_.end());
-  return last + static_cast<uint64_t>(options_.start_margin.count()) * 1000;
-}
-
-absl::StatusOr<uint64_t> ZmqPeerNet::resume_epoch() {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  const uint32_t self = options_.node_id;
-  for (uint32_t n = 0; n < num_nodes_; ++n) {
-    if (boot_us_[n] == 0)
-      return absl::FailedPreconditionError(
-          absl::StrCat("node ", self, ": no Hello from node ", n, " yet: cannot agree on the resume epoch"));
-    if (!has_log_of_[n])
-      return absl::FailedPreconditionError(absl::StrCat(
-          "node ", n, " runs without an input log (--data_dir) while node ", self,
-          " logs (epochs 1..", recovered_[self], "): refusing to start rather than truncate the log; give every node "
-          "--data_dir"));
-  }
-  const uint64_t resume = *std::min_element(recovered_.begin(), recovered_.end());
-  if (resume == 0 && recovered_[self] > 0) {
-    const uint32_t empty =
-        static_cast<uint32_t>(std::min_element(recovered_.begin(), recovered_.end()) - recovered_.begin());
-    return absl::FailedPreconditionError(absl::StrCat(
-        "node ", empty, " reports an empty input log while node ", self, " holds epochs 1..", recovered_[self],
-        ": refusing to start rather than delete this log (a lost or wrong --data_dir on node ", empty,
-        " would drop acknowledged txns); restore its log, or remove every node's log to start afresh"));
-  }
-  return resume;
-}
-
-absl::StatusOr<uint64_t> ZmqPeerNet::checkpoint_epoch(uint64_t resume) {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  // The newest epoch <= resume in every node's list.
-  for (uint64_t e : checkpoints_of_[options_.node_id]) {
-    if (e > resume) continue;
-    bool everywhere = true;
-    for (const auto& list : checkpoints_of_)
-      everywhere = everywhere && std::find(list.begin(), list.end(), e) != list.end();
-    if (everywhere) return e;
-  }
-  std::string later;
-  for (uint32_t n = 0; n < num_nodes_; ++n)
-    if (!from_start_of_[n]) absl::StrAppend(&later, later.empty() ? "" : ", ", n);
-  if (!later.empty())
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no checkpoint epoch at or before ", resume, " is held by every node, and the input log of node(s) ", later,
-        " no longer starts at epoch 1: the nodes cannot replay the same epochs; restore a common checkpoint"));
-  return 0;
-}
-
-void ZmqPeerNet::CancelHandshake() {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  hello_cancelled_ = true;
-  hello_cv_.notify_all();
 }
 
 void ZmqPeerNet::Stop() {
@@ -224,16 +168,11 @@ ZmqPeerNetStats ZmqPeerNet::stats() const {
   s.lost = lost_.load(std::memory_order_relaxed);
   s.forged_reads = s.by_reason[static_cast<int>(PeerDrop::kForgedReads)];
   s.stale = s.by_reason[static_cast<int>(PeerDrop::kStale)];
+  s.restarts = restarts_.load(std::memory_order_relaxed);
   return s;
 }
 
 void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
-  msg->set_config_hash(config_hash_);
-  msg->set_from_node(options_.node_id);
-  // The checkpoint epoch first: a checkpoint is published only once its
-  // epoch is durable, so the durable epoch read after it is never below it.
-  msg->set_checkpoint_epoch(checkpoint_epoch_.load(std::memory_order_acquire));
-  msg->set_durable_epoch(durable_epoch_.load(std::memory_order_relaxed));
   Peer* peer = node < peers_.size() ? peers_[node].get() : nullptr;
   if (peer == nullptr) {
     LOG_EVERY_N(ERROR, 100) << "no peer socket to node " << node << "; message dropped";
@@ -242,6 +181,18 @@ void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
   }
   std::lock_guard<std::mutex> l(peer->mu);
   if (peer->push == nullptr) return;  // stopped
+  SendLocked(node, peer, msg);
+}
+
+void ZmqPeerNet::SendLocked(uint32_t node, Peer* peer, pb::PeerMessage* msg) {
+  msg->set_config_hash(config_hash_);
+  msg->set_from_node(options_.node_id);
+  msg->set_incarnation(incarnation_);
+  msg->set_to_incarnation(peer->to_incarnation);
+  // The checkpoint epoch first: a checkpoint is published only once its
+  // epoch is durable, so the durable epoch read after it is never below it.
+  msg->set_checkpoint_epoch(checkpoint_epoch_.load(std::memory_order_acquire));
+  msg->set_durable_epoch(durable_epoch_.load(std::memory_order_relaxed));
   msg->set_seq(peer->next_seq++);
   peer->stamped = std::max(peer->stamped, msg->durable_epoch());
   peer->checkpoint_stamped = std::max(peer->checkpoint_stamped, msg->checkpoint_epoch());
@@ -290,6 +241,20 @@ void ZmqPeerNet::SendResult(uint32_t node, const pb::TxnResult& result) {
   SendTo(node, &m);
 }
 
+void ZmqPeerNet::SendRejoinRequest(uint32_t node, const pb::RejoinRequest& request) {
+  CHECK_NE(node, options_.node_id);
+  pb::PeerMessage m;
+  *m.mutable_rejoin_request() = request;
+  SendTo(node, &m);
+}
+
+void ZmqPeerNet::SendRejoinReply(uint32_t node, const pb::RejoinReply& reply) {
+  CHECK_NE(node, options_.node_id);
+  pb::PeerMessage m;
+  *m.mutable_rejoin_reply() = reply;
+  SendTo(node, &m);
+}
+
 void ZmqPeerNet::ReceiveLoop() {
   zmq::message_t frame;
   while (!stop_.load(std::memory_order_acquire)) {
@@ -322,23 +287,6 @@ void ZmqPeerNet::ReceiveLoop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-}
-
-std::string ZmqPeerNet::SettingsDiffer(uint32_t from, const pb::Hello& hello) const {
-  std::string out;  // every difference, "; "-separated
-  auto add = [&](const std::string& d) { absl::StrAppend(&out, out.empty() ? "" : "; ", d); };
-  for (const auto& [name, ours] : options_.settings) {
-    auto it = hello.settings().find(name);
-    if (it == hello.settings().end())
-      add(absl::StrCat("node ", from, " runs without ", name, ", we with ", name, " ", ours));
-    else if (it->second != ours)
-      add(absl::StrCat("node ", from, " runs with ", name, " ", it->second, ", we with ", ours));
-  }
-  for (const auto& [name, theirs] : hello.settings())
-    if (!options_.settings.contains(name))
-      add(absl::StrCat("node ", from, " runs with ", name, " ", theirs, ", we without"));
-  if (!out.empty()) absl::StrAppend(&out, " (every node must load the same data and check txns alike)");
-  return out;
 }
 
 const char* PeerDropName(PeerDrop reason) {
@@ -375,7 +323,9 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
   if (m.from_node() >= num_nodes_ || m.from_node() == options_.node_id)
     return drop(PeerDrop::kUnknownSender, "unknown sender");
   // With CURVE, from_node is tied to the key: a node may speak only for
-  // itself (its frame sequence, its batches, reads and results).
+  // itself (its frame sequence, its batches, reads and results). Checked
+  // before the incarnations below: a forged Hello must not reset the
+  // sequence of the node it claims to be.
   if (authenticated.has_value() && *authenticated != m.from_node()) {
     drops_[static_cast<int>(PeerDrop::kSenderMismatch)].fetch_add(1, std::memory_order_relaxed);
     dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -385,13 +335,41 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
                           << " (a forgery: node keys must stay secret)";
     return;
   }
+  const uint32_t from = m.from_node();
+  // Frames of another process than the one at either end: normal around a
+  // restart (queued while a node was down, in flight when it died), so
+  // counted as stale but logged at INFO only.
+  auto stale = [&](const std::string& why) {
+    drops_[static_cast<int>(PeerDrop::kStale)].fetch_add(1, std::memory_order_relaxed);
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(INFO, 1000) << "dropping a stale peer frame: " << why;
+  };
+  if (m.to_incarnation() != incarnation_ && !(m.has_hello() && m.to_incarnation() == 0))
+    return stale(absl::StrCat("frame from node ", from, " for incarnation ", m.to_incarnation(),
+                              " of this node, which is at ", incarnation_, " (queued before this process started)"));
+  bool heard = false, restarted = false;  // a Hello of a new incarnation of the sender
+  if (m.incarnation() != incarnation_of_[from]) {
+    if (m.has_hello() && m.incarnation() < incarnation_of_[from]) {
+      // Not normal: a restarted node whose clock stepped back (incarnations
+      // are start times) would never be heard (review finding 12).
+      LOG_EVERY_T(WARNING, 10) << "a Hello of node " << from << "'s incarnation " << m.incarnation()
+                               << ", older than its incarnation " << incarnation_of_[from]
+                               << " heard before: dropped (did its clock step back? restart it later)";
+    }
+    if (!m.has_hello() || m.incarnation() < incarnation_of_[from])
+      return stale(absl::StrCat("frame of incarnation ", m.incarnation(), " of node ", from, ", which is at ",
+                                incarnation_of_[from], " (an earlier process's, or one before its Hello)"));
+    heard = true;
+    restarted = incarnation_of_[from] != 0;
+    incarnation_of_[from] = m.incarnation();
+    expected_seq_[from] = 1;  // its frames are numbered from 1 again
+  }
   uint64_t& expected = expected_seq_[m.from_node()];
   if (m.seq() < expected) {
-    // A resent or replayed frame (or the peer restarted): dropped, and the
-    // expectation stays (moving it back would take every later copy again).
-    return drop(PeerDrop::kStale,
-                absl::StrCat("frame ", m.seq(), " from node ", m.from_node(), " is below the expected ", expected,
-                             " (resent or replayed; if the node restarted, restart the cluster)"));
+    // A resent or replayed frame: dropped, and the expectation stays
+    // (moving it back would take every later copy again).
+    return drop(PeerDrop::kStale, absl::StrCat("frame ", m.seq(), " from node ", m.from_node(),
+                                               " is below the expected ", expected, " (resent or replayed)"));
   }
   if (m.seq() > expected) {
     lost_.fetch_add(m.seq() - expected, std::memory_order_relaxed);
@@ -409,33 +387,10 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
     handler_->OnPeerCheckpoint(m.from_node(), m.checkpoint_epoch());
   }
   switch (m.body_case()) {
-    case pb::PeerMessage::kHello: {
-      std::lock_guard<std::mutex> l(hello_mu_);
-      if (m.hello().epoch_us() != options_.epoch_us)
-        hello_error_ = absl::StrCat("node ", m.from_node(), " runs with epoch_us ", m.hello().epoch_us(), ", we with ",
-                                    options_.epoch_us);
-      else if (std::string diff = SettingsDiffer(m.from_node(), m.hello()); !diff.empty())
-        hello_error_ = diff;
-      else if (const int64_t skew = static_cast<int64_t>(m.hello().boot_us() - WallClockMicros());
-               skew > kMaxClockSkewUs)
-        // A boot time far in the future would hold every sequencer back (an
-        // old one is normal: the peer may have waited for us a long time).
-        hello_error_ = absl::StrCat("node ", m.from_node(), "'s clock is ", skew / 1000000,
-                                    " s ahead of ours: synchronise the clocks (NTP)");
-      else if (boot_us_[m.from_node()] == 0) {
-        boot_us_[m.from_node()] = std::max<uint64_t>(1, m.hello().boot_us());
-        recovered_[m.from_node()] = m.hello().recovered_epoch();
-        has_log_of_[m.from_node()] = m.hello().has_log();
-        checkpoints_of_[m.from_node()].assign(m.hello().checkpoint_epochs().begin(),
-                                              m.hello().checkpoint_epochs().end());
-        from_start_of_[m.from_node()] = !m.hello().log_starts_later();
-      }
-      else
-        LOG(WARNING) << "node " << m.from_node() << " said hello again (restarted?); ignored";
-      hello_cv_.notify_all();
+    case pb::PeerMessage::kHello:
+      TakeHello(m, heard, restarted);
       good_.fetch_add(1, std::memory_order_relaxed);
       return;
-    }
     case pb::PeerMessage::kBatch:
       if (m.batch().sequencer_id() != m.from_node())
         return drop(PeerDrop::kOtherSequencer, "batch of another sequencer");
@@ -456,6 +411,14 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
     case pb::PeerMessage::kResult:
       good_.fetch_add(1, std::memory_order_relaxed);
       handler_->OnPeerResult(m.from_node(), m.result());
+      return;
+    case pb::PeerMessage::kRejoinRequest:
+      good_.fetch_add(1, std::memory_order_relaxed);
+      handler_->OnRejoinRequest(from, m.rejoin_request());
+      return;
+    case pb::PeerMessage::kRejoinReply:
+      good_.fetch_add(1, std::memory_order_relaxed);
+      handler_->OnRejoinReply(from, m.rejoin_reply());
       return;
     case pb::PeerMessage::BODY_NOT_SET:
       good_.fetch_add(1, std::memory_order_relaxed);
@@ -481,13 +444,6 @@ void ZmqPeerNet::SendDurableStamps(bool force) {
     pb::PeerMessage m;
     SendTo(n, &m);
   }
-}
-
-uint32_t ZmqPeerNet::peers_heard() {
-  std::lock_guard<std::mutex> l(hello_mu_);
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < boot_us_.size(); ++i) n += i != options_.node_id && boot_us_[i] != 0;
-  return n;
 }
 
 }  // namespace detdb

@@ -15,6 +15,17 @@
 //         logged and counted: the cluster then stalls until restarted. A
 //         frame numbered below the expected one (resent or replayed) is
 //         dropped and counted (stale); the expectation never moves back.
+//         RejoinRequest / RejoinReply -> PeerHandler::OnRejoinRequest /
+//         OnRejoinReply.
+// Incarnations: every frame carries the sender's incarnation (its start
+//         time, above the last one the node persisted: options.
+//         min_incarnation) and the receiver's as the sender knows it. A Hello of a
+//         newer incarnation of a peer (it restarted) is taken: its frames
+//         are numbered from 1 again, our frames to it too, and we answer
+//         with our own Hello (saying whether we run, and the cluster's
+//         clock: a restarted node then rejoins, Engine::Rejoin). Frames of
+//         an older incarnation of the sender, or for an older incarnation
+//         of this node (queued while it was down), are stale: dropped.
 //         With options.curve the peer port is a CURVE server that admits
 //         only the nodes' keys of the config (CurveAuth: ZAP handler
 //         installed before the bind) and connects to peers with this node's
@@ -50,6 +61,7 @@
 
 #include "absl/status/statusor.h"
 #include "deploy/curve_auth.h"
+#include "io/file_system.h"
 #include "proto/cluster.pb.h"
 #include "scheduler/peer_link.h"
 #include "zmq.hpp"
@@ -72,14 +84,28 @@ struct ZmqPeerNetOptions {
   // Create sets `allowed` and `user_ids` from the config: every node's
   // public key, each with its node id. Unset: insecure (NULL mechanism).
   std::optional<CurveServerOptions> curve;
+  // This process's incarnation is above this one: a node passes the last
+  // incarnation it persisted (LoadIncarnation), so that a restart after its
+  // clock stepped back still comes as a newer incarnation (review finding
+  // 12). 0: the wall clock alone.
+  uint64_t min_incarnation = 0;
 };
+
+// A node's last incarnation, persisted in its data dir (the file
+// `incarnation`): 0 if none was saved; DataLoss if the file does not hold
+// a number. SaveIncarnation replaces it atomically (a temporary file,
+// synced, renamed, the directory synced); dir must exist.
+absl::StatusOr<uint64_t> LoadIncarnation(FileSystem* fs, const std::string& dir);
+absl::Status SaveIncarnation(FileSystem* fs, const std::string& dir, uint64_t incarnation);
 
 // A peer's Hello whose boot time is more than this ahead of our clock is
 // refused (clocks must be synchronised: epochs follow the wall clock).
 inline constexpr int64_t kMaxClockSkewUs = 10'000'000;
 // The peer wire protocol's version: compared at the handshake (as the
 // setting "protocol_version"); raise it whenever PeerMessage's meaning changes.
-inline constexpr uint32_t kPeerProtocolVersion = 2;
+// 3: frames carry incarnation and to_incarnation (a frame of another
+// incarnation is stale), RejoinRequest/RejoinReply, Hello.running.
+inline constexpr uint32_t kPeerProtocolVersion = 3;
 
 // Why a received peer frame was dropped (ZmqPeerNetStats::by_reason).
 enum class PeerDrop : int {
@@ -87,7 +113,7 @@ enum class PeerDrop : int {
   kConfigHash,      // another cluster config
   kUnknownSender,   // from_node not another node of the config
   kSenderMismatch,  // CURVE: from_node is not the node whose key sent it
-  kStale,           // a sequence number below the expected one (resent or replayed)
+  kStale,           // below the expected sequence number (resent or replayed), or of another incarnation
   kOtherSequencer,  // a batch of another node's sequencer
   kNotHere,         // remote reads for a partition not served here
   kForgedReads,     // remote reads of a partition the sender does not serve
@@ -103,8 +129,10 @@ struct ZmqPeerNetStats {
   uint64_t dropped = 0;    // of those: dropped, for any reason of by_reason
   uint64_t by_reason[kPeerDropReasons] = {};
   uint64_t forged_reads = 0;     // by_reason[kForgedReads]
-  uint64_t stale = 0;            // by_reason[kStale]
+  uint64_t stale = 0;            // by_reason[kStale]: resent or replayed, or of another incarnation
+                                 // of the sender or of this node
   uint64_t sender_mismatch = 0;  // by_reason[kSenderMismatch]
+  uint64_t restarts = 0;         // Hellos of a newer incarnation of a peer (it restarted)
   uint64_t sent = 0;
   uint64_t send_failed = 0;   // frames this node could not queue to a peer
   uint64_t lost = 0;       // frames missing from a peer's sequence (lost in transit)
@@ -148,6 +176,21 @@ class ZmqPeerNet final : public PeerLink {
   // without an input log, or a node reporting an empty log while this one
   // holds epochs (a lost disk would drop acknowledged txns everywhere).
   absl::StatusOr<uint64_t> resume_epoch();
+  // After Handshake returned OK: the running cluster's clock when every
+  // other node said in its Hello that it runs (this node restarted while
+  // they kept running: it must rejoin, Engine::Rejoin); nullopt when none
+  // did (a cluster start). FailedPrecondition when some run and some start,
+  // or when a node is still rejoining (more than one node restarted:
+  // restart every node).
+  absl::StatusOr<std::optional<ClusterClock>> running_cluster();
+  // From now on our Hellos say that this node runs on `clock`: set once the
+  // nodes agreed where to resume (a node that restarts later rejoins), or
+  // once this node's rejoin is done. Thread-safe.
+  void SetRunning(const ClusterClock& clock);
+  // From now on (until SetRunning) our Hellos say that this node rejoins
+  // the cluster running on `clock`: a node that restarts meanwhile is
+  // refused (running_cluster). Thread-safe.
+  void SetRejoining(const ClusterClock& clock);
   // Makes Handshake return Cancelled (now or when called). Thread-safe.
   void CancelHandshake();
   // Stops the receive thread and closes the sockets (pending frames to
@@ -161,6 +204,7 @@ class ZmqPeerNet final : public PeerLink {
   // done). Thread-safe.
   uint32_t peers_heard();
   uint64_t config_hash() const { return config_hash_; }
+  uint64_t incarnation() const { return incarnation_; }
 
   // One received frame, as the receive thread handles it (INPUT above).
   // authenticated: with CURVE, the node whose key the frame's connection
@@ -187,12 +231,15 @@ class ZmqPeerNet final : public PeerLink {
   // Stamped beside it (PeerMessage.checkpoint_epoch) and sent alike; the
   // receiver hands it on after the durable epoch of the same message.
   void SetCheckpointEpoch(uint64_t epoch) override { checkpoint_epoch_.store(epoch, std::memory_order_release); }
+  void SendRejoinRequest(uint32_t node, const pb::RejoinRequest& request) override;
+  void SendRejoinReply(uint32_t node, const pb::RejoinReply& reply) override;
 
  private:
   struct Peer {
     std::mutex mu;
     std::unique_ptr<zmq::socket_t> push;  // guarded by mu
     uint64_t next_seq = 1;                 // guarded by mu: PeerMessage.seq of the next frame
+    uint64_t to_incarnation = 0;           // guarded by mu: the peer's incarnation (0: not heard yet)
     uint64_t stamped = 0;                  // guarded by mu: the durable epoch last sent to it
     uint64_t checkpoint_stamped = 0;       // guarded by mu: the checkpoint epoch last sent to it
     std::chrono::steady_clock::time_point last_send;  // guarded by mu
@@ -205,6 +252,18 @@ class ZmqPeerNet final : public PeerLink {
 
   explicit ZmqPeerNet(const ZmqPeerNetOptions& options);
   void SendTo(uint32_t node, pb::PeerMessage* msg);
+  // REQUIRES: peer->mu held, peer->push set.
+  void SendLocked(uint32_t node, Peer* peer, pb::PeerMessage* msg);
+  // Our Hello (with the running cluster's clock once SetRunning was called).
+  pb::PeerMessage MakeHello();
+  // A peer's Hello named an incarnation: the first we hear of it (restarted
+  // false) or a newer one. Our frames to it carry it from now on; after a
+  // restart they are numbered from 1 again and begin with our Hello.
+  void OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool restarted);
+  // A Hello that passed Handle's checks (receive thread): heard, the first
+  // of the sender's incarnation; restarted, of a newer one than before.
+  // Takes its settings, log, checkpoints and clock (zmq_peer_hello.cc).
+  void TakeHello(const pb::PeerMessage& m, bool heard, bool restarted);
   void ReceiveLoop();
   // Empty if hello's settings equal ours; else every difference (name and
   // both values), for the handshake's error.
@@ -238,6 +297,11 @@ class ZmqPeerNet final : public PeerLink {
   std::vector<uint64_t> peer_durable_;             // receive thread only: last seen per sender
   std::atomic<uint64_t> checkpoint_epoch_{0};      // ours, stamped on every message
   std::vector<uint64_t> peer_checkpoint_;          // receive thread only: last seen per sender
+  std::vector<bool> running_of_;                   // guarded by hello_mu_: each node's Hello.running
+  std::vector<bool> rejoining_of_;                 // guarded by hello_mu_: each node's Hello.rejoining
+  std::vector<ClusterClock> clock_of_;             // guarded by hello_mu_: each node's Hello clock
+  std::optional<ClusterClock> running_;            // guarded by hello_mu_: ours (SetRunning)
+  std::optional<ClusterClock> rejoining_;          // guarded by hello_mu_: ours (SetRejoining, until SetRunning)
   std::string hello_error_;                        // guarded by hello_mu_
   bool hello_cancelled_ = false;                   // guarded by hello_mu_
 
@@ -246,7 +310,10 @@ class ZmqPeerNet final : public PeerLink {
   void Drop(PeerDrop reason, size_t bytes, const std::string& why);
   std::atomic<uint64_t> received_{0}, good_{0}, dropped_{0}, sent_{0}, send_failed_{0}, lost_{0};
   std::atomic<uint64_t> drops_[kPeerDropReasons] = {};
+  std::atomic<uint64_t> restarts_{0};
   std::vector<uint64_t> expected_seq_;             // receive thread only: by sender
+  std::vector<uint64_t> incarnation_of_;           // receive thread only: by sender (0: not heard)
+  const uint64_t incarnation_;                     // ours
   std::thread thread_;
 };
 

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
-#include "xxhash.h"
 
 namespace detdb {
 
@@ -36,7 +35,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   // none before its sequencer knows the agreed start time.
   e->accepting_.store(options.peers == nullptr, std::memory_order_release);
   if (e->local_.empty()) return absl::InvalidArgumentError("this node serves no partition");
-  Transport* transport = options.peers != nullptr ? static_cast<Transport*>(options.peers) : e->transport_.get();
+  if (options.peers != nullptr) {
+    // Kept for the peers' rejoins only with the input log: without it no
+    // durable epoch ever trims what is kept, and no node can rejoin.
+    if (!options.log.dir.empty())
+      e->retention_ = std::make_unique<PeerRetention>(options.peers->num_nodes(), options.peers->node_id(),
+                                                      options.rejoin_retention_bytes);
+    e->outbox_ = std::make_unique<PeerOutbox>(options.peers, e->retention_.get(), !options.log.dir.empty());
+  }
+  Transport* transport = options.peers != nullptr ? static_cast<Transport*>(e->outbox_.get()) : e->transport_.get();
   // The window ahead of the merged epoch for peers' batches and early reads.
   const uint64_t window_epochs = PeerWindowEpochs(options);
   if (options.peers != nullptr)
@@ -84,6 +91,16 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
         [self](std::shared_ptr<const pb::Batch> b) { self->EnqueueLocal(b); },
         [self](const pb::TxnResult& r) { self->DeliverNow(r); },
         [self](const absl::Status& s) { self->OnLogFailure(s); });
+    // Reads and results for other nodes leave once their epoch is durable
+    // here (scheduler/peer_outbox.h).
+    // While some wait, idle epochs are not logged lazily (LogStage).
+    if (e->outbox_ != nullptr) {
+      PeerOutbox* outbox = e->outbox_.get();
+      LogStage* stage = e->stage_.get();
+      e->stage_->SetDurableHook([outbox](uint64_t epoch) { outbox->SetDurable(epoch); });
+      e->stage_->SetWaitingHook([outbox] { return outbox->holding(); });
+      outbox->SetHoldHook([stage] { stage->Hurry(); });
+    }
   }
   // Last: a peer batch may arrive at once and must find the log stage.
   if (options.peers != nullptr) options.peers->SetHandler(e.get());
@@ -111,7 +128,6 @@ Engine::Engine(const EngineOptions& options, const Partitioner* partitioner, con
   } else {
     so.sequencer_id = peers->node_id();
     so.id_scheme = EpochBatcher::IdScheme::kEpochSequencer;
-    outgoing_.resize(peers->num_nodes());
   }
   sequencer_ = std::make_unique<Sequencer>(so, partitioner, this);
 }
@@ -126,9 +142,7 @@ uint64_t Engine::RegisterClient(TxnClient* client) {
   return clients_.size();  // ids start at 1; 0 means "no client"
 }
 
-absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epoch,
-                           std::optional<uint64_t> checkpoint_epoch) {
-  if (started_) return absl::FailedPreconditionError("engine already started");
+absl::Status Engine::CheckSchemas() const {
   const PartitionId first = local_[0];
   for (PartitionId p : local_) {
     if (stores_[p]->table_ids() != stores_[first]->table_ids())
@@ -139,12 +153,25 @@ absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epo
         return absl::FailedPreconditionError(
             absl::StrCat("table ", id, " has another record size on partition ", p));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epoch,
+                           std::optional<uint64_t> checkpoint_epoch) {
+  if (started_) return absl::FailedPreconditionError("engine already started");
+  if (absl::Status s = CheckSchemas(); !s.ok()) return s;
   started_ = true;
   if (stage_ == nullptr) {
+    if (options_.peers != nullptr) {
+      // The clock epoch's origin: the sequencer starts at epoch 1.
+      clock_origin_epoch_.store(sequencer_->epochs_closed(), std::memory_order_release);
+      start_us_.store(start_us, std::memory_order_release);
+    }
     for (PartitionId p : local_) schedulers_[p]->Start();
   } else {
-    // ReplayLog starts the schedulers once the checkpoint is loaded.
-    absl::Status s = ReplayLog(resume_epoch, checkpoint_epoch);
+    // ReplayLog sets the clock (before its replay, review finding 1) and
+    // starts the schedulers once the checkpoint is loaded.
+    absl::Status s = ReplayLog(start_us, resume_epoch, checkpoint_epoch);
     if (!s.ok()) {
       stopped_ = true;
       accepting_.store(false, std::memory_order_release);
@@ -152,12 +179,6 @@ absl::Status Engine::Start(uint64_t start_us, std::optional<uint64_t> resume_epo
       for (PartitionId p : local_) schedulers_[p]->Stop();
       return s;
     }
-  }
-  if (options_.peers != nullptr) {
-    // The clock epoch's origin: after a recovery the sequencer resumes at
-    // first_epoch, which closes at start_us + epoch_us (sequencer.h).
-    clock_origin_epoch_.store(sequencer_->epochs_closed(), std::memory_order_relaxed);
-    start_us_.store(start_us, std::memory_order_release);
   }
   sequencer_->Start(start_us);
   accepting_.store(true, std::memory_order_release);
@@ -349,24 +370,15 @@ void Engine::OnBatch(std::shared_ptr<const pb::Batch> batch) {
   }
   if (options_.peers != nullptr) {
     // Every other node gets the txns touching its partitions, every epoch
-    // (an empty batch too, so its schedulers can pass the epoch).
-    PeerLink* peers = options_.peers;
-    const uint32_t self = peers->node_id();
-    for (uint32_t n = 0; n < outgoing_.size(); ++n) {
-      outgoing_[n].Clear();
-      outgoing_[n].set_sequencer_id(batch->sequencer_id());
-      outgoing_[n].set_epoch(batch->epoch());
-    }
+    // (an empty batch too, so its schedulers can pass the epoch); each
+    // part is kept until that node's log holds its epoch (a rejoin).
     ExpectResults(*batch);  // before any peer can see the batch
-    std::vector<bool> to(outgoing_.size());
-    for (const pb::Txn& t : batch->txns()) {
-      std::fill(to.begin(), to.end(), false);
-      for (PartitionId p : ParticipantsOf(t)) to[peers->NodeOf(p)] = true;
-      for (uint32_t n = 0; n < to.size(); ++n)
-        if (to[n] && n != self) *outgoing_[n].add_txns() = t;
+    std::vector<std::shared_ptr<pb::Batch>> parts = Parts(*batch);
+    for (uint32_t n = 0; n < parts.size(); ++n) {
+      if (parts[n] == nullptr) continue;
+      if (retention_ != nullptr) retention_->OnSentBatch(n, parts[n]);
+      options_.peers->SendBatch(n, *parts[n]);
     }
-    for (uint32_t n = 0; n < outgoing_.size(); ++n)
-      if (n != self) peers->SendBatch(n, outgoing_[n]);
   }
   if (stage_ != nullptr) {
     stage_->Add(std::move(batch));  // logs it; executes it now or once durable
@@ -412,120 +424,6 @@ void Engine::DeliverNow(const pb::TxnResult& result) {
   replied_.fetch_add(1, std::memory_order_release);
 }
 
-uint64_t Engine::Digest() const {
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  for (PartitionId p : local_) {
-    const uint64_t d = stores_[p]->Digest();
-    XXH3_64bits_update(state, &d, sizeof(d));
-  }
-  const uint64_t out = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
-  return out;
-}
-
-std::vector<std::pair<PartitionId, uint64_t>> Engine::PartitionDigests() const {
-  std::vector<std::pair<PartitionId, uint64_t>> out;
-  for (PartitionId p : local_) out.emplace_back(p, stores_[p]->Digest());
-  return out;
-}
-
-uint64_t Engine::merged_epoch() const {
-  uint64_t m = UINT64_MAX;
-  for (PartitionId p : local_) m = std::min(m, schedulers_[p]->merged_epoch());
-  return m;
-}
-
-absl::Status Engine::WaitIdle(uint64_t min_epoch, std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    bool idle = merged_epoch() >= min_epoch;
-    for (PartitionId p : local_) idle = idle && schedulers_[p]->Idle();
-    if (idle) return absl::OkStatus();
-    if (std::chrono::steady_clock::now() >= deadline)
-      return absl::DeadlineExceededError(absl::StrCat("not idle: merged epoch ", merged_epoch(), ", wanted ",
-                                                      min_epoch));
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
-absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>> Engine::SnapshotDigests(
-    uint64_t epoch, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
-  std::vector<std::pair<PartitionId, uint64_t>> out;
-  if (log_failed()) return absl::UnavailableError("the input log failed: this node answers nothing more");
-  absl::Status s = AtEpochBoundary(epoch, timeout, cancel, [&] { out = PartitionDigests(); });
-  if (!s.ok()) return s;
-  s = WaitDurable(epoch, timeout);  // after the hold: the partitions run on meanwhile
-  if (!s.ok()) return s;
-  return out;
-}
-
-absl::Status Engine::WaitDurable(uint64_t epoch, std::chrono::milliseconds timeout) const {
-  if (stage_ == nullptr) return absl::OkStatus();
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  // A failed log answers nothing, even about epochs it made durable before
-  // it failed: the node must stop and recover (checked before the
-  // watermark, so a caller never turns an OK into a result it cannot give).
-  for (;;) {
-    if (stage_->failed())
-      return absl::UnavailableError("the input log failed: nothing after its last durable epoch is answered");
-    if (stage_->watermark() + 1 >= epoch) break;
-    if (std::chrono::steady_clock::now() >= deadline)
-      return absl::DeadlineExceededError(absl::StrCat("epochs below ", epoch, " not durable on every node yet (watermark ",
-                                                      stage_->watermark(), ")"));
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Engine::AtEpochBoundary(uint64_t epoch, std::chrono::milliseconds timeout,
-                                     const std::atomic<bool>* cancel, const std::function<void()>& fn) {
-  return AtEpochBoundaryUntil(
-      epoch, std::chrono::steady_clock::now() + timeout, [cancel] { return cancel != nullptr && cancel->load(); },
-      fn);
-}
-
-absl::Status Engine::AtEpochBoundaryUntil(uint64_t epoch, std::chrono::steady_clock::time_point deadline,
-                                          const std::function<bool()>& cancelled, const std::function<void()>& fn) {
-  // The holds add up (Scheduler::HoldAt): several callers wait for their
-  // boundaries at once, without a lock (findings 9, 13); only fn runs one
-  // at a time.
-  std::vector<PartitionId> held;
-  auto release = [&] {
-    for (PartitionId p : held) schedulers_[p]->ReleaseHold(epoch);
-  };
-  for (PartitionId p : local_) {
-    if (!schedulers_[p]->HoldAt(epoch)) {
-      const uint64_t at = schedulers_[p]->merged_epoch();
-      release();
-      return absl::FailedPreconditionError(absl::StrCat("partition ", p, " already merged into epoch ", epoch,
-                                                        " (it is at ", at, "); ask for a later epoch"));
-    }
-    held.push_back(p);
-  }
-  for (;;) {
-    bool there = true;
-    for (PartitionId p : local_)
-      there = there && schedulers_[p]->merged_epoch() >= epoch && schedulers_[p]->Idle();
-    if (there) break;
-    if (cancelled()) {
-      release();
-      return absl::CancelledError(absl::StrCat("cancelled while waiting for the boundary of epoch ", epoch));
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      release();
-      return absl::DeadlineExceededError(absl::StrCat("epoch ", epoch, " not reached: merged ", merged_epoch()));
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  {
-    std::lock_guard<std::mutex> one_at_a_time(boundary_mu_);
-    fn();
-  }
-  release();
-  return absl::OkStatus();
-}
-
 absl::Status Engine::Replay(const std::vector<std::shared_ptr<const pb::Batch>>& batches,
                             std::chrono::milliseconds timeout) {
   if (options_.peers != nullptr) return absl::FailedPreconditionError("Replay runs in one process only");
@@ -566,6 +464,14 @@ EngineStats Engine::stats() const {
   s.conflicting_peer_batches = conflicting_peer_batches_.load();
   s.peer_window_epochs = window_ != nullptr ? window_->window_epochs() : 0;
   s.pending_bytes = pending_bytes_.load();
+  s.late_peer_results = late_peer_results_.load();
+  s.rejoin_requests = rejoin_requests_.load();
+  if (retention_ != nullptr) {
+    s.retained_bytes = retention_->message_bytes();
+    s.retained_batches = retention_->batches();
+    s.retained_batch_bytes = retention_->batch_bytes();
+  }
+  s.rejoined_at = rejoined_at_.load();
   s.epochs = sequencer_->epochs_closed();
   if (stage_ != nullptr) {
     s.durable_epoch = stage_->durable_epoch();

@@ -22,7 +22,9 @@
 // their epoch is durable on every node; Start() first replays the log (the
 // replayed txns' results go to the clients again: the client endpoint
 // rebuilds its exactly-once table from them) and the sequencer continues
-// after it.
+// after it. A cluster node restarted while the others kept running calls
+// Rejoin() instead (engine_rejoin.cc): it replays its log and catches up
+// from its peers, which keep what it may need (scheduler/peer_retention.h).
 //
 // Thread-safety: Submit* are thread-safe; the rest belongs to one owner thread.
 #ifndef DETDB_SCHEDULER_ENGINE_H_
@@ -49,10 +51,13 @@
 #include "lockmgr/lock_manager.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/checkpoint_agreement.h"
+#include "scheduler/engine_options.h"
 #include "proto/detdb.pb.h"
 #include "scheduler/log_stage.h"
 #include "scheduler/peer_batch_window.h"
 #include "scheduler/peer_link.h"
+#include "scheduler/peer_outbox.h"
+#include "scheduler/peer_retention.h"
 #include "scheduler/procedure.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/transport.h"
@@ -61,112 +66,9 @@
 
 namespace detdb {
 
-class TxnClient {
- public:
-  virtual ~TxnClient() = default;
-  // Called once per txn the client submitted, from a worker thread.
-  virtual void OnResult(const pb::TxnResult& result) = 0;
-};
+struct RejoinPlanInput;  // scheduler/rejoin_plan.h
 
-struct EngineOptions {
-  uint32_t workers = 1;               // per partition
-  bool release_on_workers = true;     // see SchedulerOptions
-  bool adaptive_admission = true;     // see SchedulerOptions (admission.h)
-  bool staged_alloc = false;          // see SchedulerOptions (staged_states.h)
-  std::string lock_manager = "dclp";
-  LockManagerOptions lock;
-  uint64_t epoch_us = 1000;
-  size_t max_pending = 1u << 20;      // accepted, not yet answered; more is refused (Unavailable)
-  // The same txns' bytes (TxnCharge): a txn may carry max_args_bytes of
-  // arguments, so a count alone lets a stalled merge hold max_pending MiB.
-  // >= TxnCharge of the largest txn accepted (checked by Create).
-  size_t max_pending_bytes = 256u << 20;
-  size_t max_keys_per_txn = 10000;    // larger txns are rejected
-  size_t max_args_bytes = 1u << 20;   // so are larger procedure arguments
-  bool record_history = false;        // keep every batch (for replay by tests)
-  // Cluster mode: how far ahead of max(merged epoch, the epoch the wall
-  // clock is in) a peer's batch, or the remote reads of a txn a partition
-  // has not taken yet, may be, in wall time: ceil(peer_window_us /
-  // epoch_us) epochs (at least 16). 10 s, the clock skew the handshake
-  // accepts: a peer's sequencer closes epochs on its own clock, so an honest
-  // batch is never further ahead than that, however far our merge lags (a
-  // held merge never refuses an honest peer). Beyond it: refused and
-  // counted. Memory is bounded by the window in wall time, not by dropping.
-  uint64_t peer_window_us = 10'000'000;
-  // Per partition: bytes of remote reads held for txns not taken yet.
-  size_t max_held_reads_bytes = 64u << 20;
-  // Cluster mode: the link to the other nodes (must outlive the engine).
-  // Only partitions with peers->NodeOf(p) == peers->node_id() are served
-  // here; txn ids follow EpochBatcher::IdScheme::kEpochSequencer.
-  PeerLink* peers = nullptr;
-  // If set, every result of a txn submitted here goes to this sink, and
-  // client ids are the clients' own (any nonzero value; RegisterClient is
-  // not used). A cluster node's client endpoint is such a sink.
-  TxnClient* results = nullptr;
-  // Optional extra check of every key before sequencing (e.g. that a row
-  // exists in the workload's key space); its error is the client's.
-  std::function<absl::Status(Key)> key_check;
-  // Optional check of every txn (the workload's: arguments, key sets), run
-  // last by Validate: on client, in-process, peer and replayed peer input.
-  std::function<absl::Status(const pb::Txn&)> txn_check;
-  // Which intent locks keep whole-table operations (scans, truncates, bulk
-  // loads, checkpoint captures) apart from the workers: "lil", "sli" or
-  // "queue" (storage/intent_lock.h).
-  std::string intent_locks = "lil";
-  // Whether clients may submit table operations (pb::Txn::table_op:
-  // truncate, bulk load) here. Off, they are refused before sequencing
-  // (those of a peer's batch run anyway: its node accepted them).
-  bool allow_table_ops = false;
-  // The input log (log.dir empty: none; replies as soon as executed).
-  LogStageOptions log;
-  // Called once (on the thread that saw it) when the log fails: the engine
-  // stops accepting and never replies again; the node must stop.
-  std::function<void(const absl::Status&)> on_log_failure;
-  // Checkpoints (checkpoint.dir empty: none; needs the input log): see
-  // Checkpoint() and scheduler/checkpoint.h. checkpoint.fs: log.fs if null.
-  // checkpoint.client_state(E) is called once every result of epochs <= E
-  // has been handed to the clients (or the results sink);
-  // checkpoint.restore_client_state at Start, before the replay.
-  CheckpointOptions checkpoint;
-};
-
-// The peer window in epochs: ceil(peer_window_us / epoch_us), at least 16
-// (see EngineOptions::peer_window_us). Peers' batches, early remote reads
-// and a scan's scan_after_epoch are accepted at most this far ahead.
-inline uint64_t PeerWindowEpochs(const EngineOptions& o) {
-  const uint64_t epoch_us = o.epoch_us == 0 ? 1 : o.epoch_us;
-  const uint64_t epochs = (o.peer_window_us + epoch_us - 1) / epoch_us;
-  return epochs < 16 ? 16 : epochs;
-}
-
-struct EngineStats {
-  uint64_t submitted = 0, replied = 0, rejected = 0, epochs = 0;
-  uint64_t bad_peer_batches = 0, bad_peer_results = 0;  // cluster mode: dropped peer input (results: not awaited)
-  // A result for an awaited txn from a node that is not its coordinator, or
-  // with another client id or seq than the txn's: refused (the txn waits on).
-  uint64_t forged_peer_results = 0;
-  uint64_t durable_epoch = 0, durable_watermark = 0;     // input log: here, on every node
-  uint64_t held_replies = 0;                             // results waiting for durability
-  uint64_t replayed_txns = 0;                            // from the log at Start
-  uint64_t restored_checkpoint = 0;                      // epoch of the checkpoint Start loaded (0: none)
-  uint64_t checkpoints = 0, last_checkpoint_epoch = 0;   // taken since start
-  uint64_t capture_children = 0;                         // checkpoint capture children alive
-  uint64_t duplicate_peer_batches = 0;  // a (sequencer, epoch) delivered already: dropped
-  uint64_t far_peer_batches = 0;        // beyond the window ahead of max(merged, wall-clock epoch): refused
-  uint64_t conflicting_peer_batches = 0;  // a (sequencer, epoch) delivered before with other txns: refused, ERROR
-  uint64_t peer_window_epochs = 0;      // that window
-  uint64_t pending_bytes = 0;           // TxnCharge of the txns accepted, not yet answered
-  LogStage::WriterStats log;                             // input log writer (metrics)
-  std::vector<SchedulerStats> partitions;
-};
-
-// What a txn counts against EngineOptions::max_pending_bytes: its
-// arguments, 8 bytes per key and 64 for the rest (and a table operation's
-// encoded rows).
-inline uint64_t TxnCharge(const pb::Txn& txn) {
-  return txn.args().size() + 8 * static_cast<uint64_t>(txn.read_set_size() + txn.write_set_size()) + 64 +
-         (txn.has_table_op() ? txn.table_op().ByteSizeLong() : 0);
-}
+// TxnClient, EngineOptions, EngineStats: scheduler/engine_options.h.
 
 class Engine final : public BatchSink, public ReplySink, public PeerHandler {
  public:
@@ -204,6 +106,31 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // only the log after it is replayed.
   absl::Status Start(uint64_t start_us = 0, std::optional<uint64_t> resume_epoch = std::nullopt,
                      std::optional<uint64_t> checkpoint_epoch = std::nullopt);
+  // Instead of Start, in a cluster with the input log: this node restarted
+  // while the other nodes kept running on `clock` (every peer said so in
+  // its Hello: ZmqPeerNet::running_cluster). Asks every peer what it holds
+  // of this node's batches, decides what this node sequences again
+  // (scheduler/rejoin_plan.h), replays its log from its newest valid
+  // checkpoint, resends the peers the batches they lack, takes theirs and
+  // the remote reads and results of its txns since the checkpoint from
+  // them (RejoinRequest), resumes its sequencer on the cluster's clock,
+  // and returns once every replayed txn of its own is answered and every
+  // txn up to the epochs it sequenced again is done here. Clients are
+  // refused until then. FailedPrecondition (naming the cause) when the
+  // rejoin is impossible: a log that lost durable epochs, a peer that no
+  // longer keeps what the checkpoint needs (restart every node then);
+  // DeadlineExceeded after rejoin_progress_timeout without progress;
+  // Cancelled by CancelStart. docs/DURABILITY.md "Rejoining a running
+  // cluster".
+  absl::Status Rejoin(const ClusterClock& clock);
+  // Makes a Start or Rejoin waiting for its peers return Cancelled.
+  // Thread-safe.
+  void CancelStart() { start_cancelled_.store(true, std::memory_order_release); }
+  // The clock the sequencer runs on (cluster mode; zero before Start).
+  // Thread-safe.
+  ClusterClock clock() const {
+    return {start_us_.load(std::memory_order_acquire), clock_origin_epoch_.load(std::memory_order_acquire)};
+  }
   // Checks the input log and trims a torn tail; returns its last complete
   // epoch. DataLoss / FailedPrecondition (naming the file and offset) when
   // the node must refuse to start. REQUIRES: options.log.dir set, before Start.
@@ -360,11 +287,69 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   void OnPeerResult(uint32_t from, const pb::TxnResult& result) override;
   void OnPeerDurable(uint32_t node, uint64_t epoch) override;
   void OnPeerCheckpoint(uint32_t node, uint64_t epoch) override;
+  void OnRejoinRequest(uint32_t node, const pb::RejoinRequest& request) override;
+  void OnRejoinReply(uint32_t node, const pb::RejoinReply& reply) override;
 
  private:
   // Start's part with the input log (engine_recovery.cc): load the
   // checkpoint, then start the schedulers, replay, wait.
-  absl::Status ReplayLog(std::optional<uint64_t> resume_epoch, std::optional<uint64_t> checkpoint_epoch);
+  absl::Status ReplayLog(uint64_t start_us, std::optional<uint64_t> resume_epoch,
+                         std::optional<uint64_t> checkpoint_epoch);
+  // What LoadAndReplay replayed.
+  struct Replayed {
+    uint64_t from = 0;   // the checkpoint loaded (0: none)
+    uint64_t own = 0;    // txns of our sequencer (answered here)
+    uint64_t total = 0;  // txns in all
+    TxnId last_id = 0;
+    std::map<uint64_t, std::shared_ptr<const pb::Batch>> own_batches;  // by epoch (cluster mode)
+  };
+  // Loads the checkpoint (at or before resume), starts the schedulers,
+  // opens the log after resume and hands the epochs after the checkpoint
+  // to the schedulers, noting the results awaited (engine_recovery.cc).
+  absl::StatusOr<Replayed> LoadAndReplay(uint64_t resume, std::optional<uint64_t> checkpoint_epoch,
+                                         bool every_node_holds);
+  // A rejoin's replay: the logged batches kept for the peers whose logs
+  // lag ours (engine_recovery.cc). REQUIRES: retention_ set.
+  void KeepReplayedBatches(const std::vector<std::shared_ptr<pb::Batch>>& batches);
+  // Ends the buffering of peer results that came before replay noted what
+  // it awaits, and hands the buffered ones on.
+  void CloseEarlyResults();
+  // Same schema on every partition (FailedPrecondition otherwise).
+  absl::Status CheckSchemas() const;
+  // Rejoin's parts (engine_rejoin.cc).
+  absl::Status RejoinSteps(const ClusterClock& clock);
+  // Sends request to every peer (AskPeers: each node its own) and waits
+  // for all answers (resending now and then); an answer's error fails it.
+  absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> AskEveryPeer(const pb::RejoinRequest& request);
+  absl::StatusOr<std::map<uint32_t, pb::RejoinReply>> AskPeers(const std::map<uint32_t, pb::RejoinRequest>& requests);
+  // Rejoin step 1: every peer's STATE, page by page (our batches it holds
+  // after own_floor, checked; its next_expected and our durable epoch),
+  // into pin->peers. REQUIRES: pin->max_epoch set.
+  absl::Status AskPeersState(uint64_t own_floor, RejoinPlanInput* pin);
+  uint64_t SendRejoinRequest(uint32_t node, pb::RejoinRequest request);  // returns its id
+  void ResendRejoinRequest(uint64_t id);
+  // The answer to request id once it came (the call is then forgotten).
+  std::optional<pb::RejoinReply> TakeRejoinReply(uint64_t id);
+  void ForgetRejoinRequest(uint64_t id);
+  // What CheckPeerBatch checks of the txns of a batch of sequencer seq
+  // (ids in place, Validate), recomputing their derived fields; a rejoin
+  // checks its own batches rebuilt from the peers' parts with it.
+  absl::Status CheckBatchTxns(pb::Batch* batch, uint32_t seq) const;
+  // A part of our own batch as a peer returned it for our rejoin: what
+  // CheckPeerBatch checks (sequencer, epoch 1..max_epoch, size, txns).
+  absl::Status CheckOwnPart(pb::Batch* part, uint64_t max_epoch) const;
+  // The parts of batch for every other node (whole txns touching its
+  // partitions; empty parts too); null for self.
+  std::vector<std::shared_ptr<pb::Batch>> Parts(const pb::Batch& batch) const;
+  // Rejoin: asks every peer for the reads and results of txns from
+  // first_epoch on, in chunks paced by the merge, until *stop; again from
+  // the merged epoch when the merge makes no progress for a while. Sets
+  // *error if a peer cannot serve it.
+  void PumpMessages(uint64_t first_epoch, const std::atomic<bool>* stop, absl::Status* error, std::mutex* error_mu);
+  // The lowest id of a txn waiting for remote reads on a local partition
+  // (0: none).
+  TxnId OldestAwaitingReads() const;
+  bool StartCancelled() const { return start_cancelled_.load(std::memory_order_acquire); }
   // engine_checkpoint.cc: finds the valid checkpoints (RecoverLog); loads
   // the one to start from into the stores, returns its epoch (0: none).
   absl::Status FindCheckpoints(uint64_t log_epoch);
@@ -420,6 +405,10 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::vector<std::unique_ptr<PartitionStore>> stores_;  // by partition; nullptr if not local
   std::vector<PartitionId> local_;
   std::unique_ptr<InProcessTransport> transport_;         // one process only
+  // Cluster mode: what peers may need to rejoin, and the way reads and
+  // results go to them (kept; with the log, once their epoch is durable).
+  std::unique_ptr<PeerRetention> retention_;
+  std::unique_ptr<PeerOutbox> outbox_;
   std::vector<std::unique_ptr<Scheduler>> schedulers_;    // by partition; nullptr if not local
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<LogStage> stage_;                       // null without the input log
@@ -430,9 +419,22 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   std::vector<TxnClient*> clients_;
   bool started_ = false, stopped_ = false;
   std::atomic<bool> accepting_{false};
-  // Cluster mode, sequencer thread only: per other node, the part of the
-  // batch it gets.
-  std::vector<pb::Batch> outgoing_;
+  std::atomic<bool> start_cancelled_{false};
+  // Everything up to this epoch is in our log (the replay's end): a peer's
+  // batches of such epochs count as received (RejoinReply.next_expected).
+  std::atomic<uint64_t> replay_floor_{0};
+  // Rejoin requests this node sent, by id: to whom, and the answer once it
+  // came.
+  struct RejoinCall {
+    uint32_t node = 0;
+    pb::RejoinRequest request;
+    std::optional<pb::RejoinReply> reply;
+  };
+  std::mutex rejoin_mu_;
+  std::condition_variable rejoin_cv_;
+  uint64_t next_rejoin_id_ = 1;                 // guarded by rejoin_mu_
+  std::map<uint64_t, RejoinCall> rejoin_calls_;  // guarded by rejoin_mu_
+  std::atomic<uint64_t> rejoin_requests_{0}, rejoined_at_{0}, late_peer_results_{0};
 
   std::atomic<uint64_t> submitted_{0}, replied_{0}, rejected_{0}, bad_peer_batches_{0}, bad_peer_results_{0};
   std::atomic<uint64_t> duplicate_peer_batches_{0}, far_peer_batches_{0}, conflicting_peer_batches_{0};

@@ -247,6 +247,9 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint(uint64_t epoch, std::chrono::
   // Told to the peers on every message from now on (beside the durable epoch).
   const uint64_t newest = agreement_.OnPublished(epoch);
   if (options_.peers != nullptr) options_.peers->SetCheckpointEpoch(newest);
+  // Ours may be the copy that made it common: what is kept for the peers'
+  // rejoins shrinks now, not at the next peer report (review finding 10).
+  if (retention_ != nullptr) retention_->SetAnchor(agreement_.anchor());
   size_t dropped = 0;
   auto kept = PruneAndCutLocked(co, &dropped);
   if (!kept.ok()) return kept.status();

@@ -202,6 +202,35 @@ TEST_P(EngineClusterTest, EveryNodeEqualsTheSerialReplayOfTheMergedOrder) {
 
 INSTANTIATE_TEST_SUITE_P(AllLockManagers, EngineClusterTest, ::testing::ValuesIn(LockManagerNames()));
 
+// Without an input log no node can rejoin, and no durable epoch ever rises
+// to trim what is kept for one: nothing is kept (review finding 1: every
+// part of every batch, and every remote read and result, was kept forever).
+TEST(EngineCluster, WithoutALogNothingIsKeptForARejoin) {
+  InProcessCluster cluster;
+  ASSERT_TRUE(cluster.Create("dclp").ok());
+  ASSERT_TRUE(cluster.Start().ok());
+  const int n = 150;
+  for (uint32_t c = 0; c < kNodes; ++c) {
+    std::vector<pb::Txn> txns = RandomTxns(40 + c, n, kPartitions, 100 + c);
+    ASSERT_TRUE(cluster.nodes[c]->SubmitMany(&txns).ok());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (cluster.answered() < static_cast<int>(kNodes) * n && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_EQ(cluster.answered(), static_cast<int>(kNodes) * n);
+  // Idle epochs too (an empty part goes to every node every epoch).
+  const uint64_t until = cluster.nodes[0]->open_epoch() + 50;
+  for (auto& e : cluster.nodes)
+    while (e->open_epoch() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (uint32_t c = 0; c < kNodes; ++c) {
+    const EngineStats s = cluster.nodes[c]->stats();
+    EXPECT_GT(s.epochs, 50u);
+    EXPECT_EQ(s.retained_batches, 0u) << "node " << c;
+    EXPECT_EQ(s.retained_batch_bytes, 0u) << "node " << c;
+    EXPECT_EQ(s.retained_bytes, 0u) << "node " << c;
+  }
+}
+
 // A peer's batch is checked before use: out-of-place ids, bad partitions in
 // derived fields, unknown procedures. A bad batch is dropped (the merge
 // stalls at its epoch: never a divergence, never a crash); good derived

@@ -21,6 +21,25 @@ void Engine::ExpectResults(const pb::Batch& batch) {
   }
 }
 
+std::vector<std::shared_ptr<pb::Batch>> Engine::Parts(const pb::Batch& batch) const {
+  const PeerLink* peers = options_.peers;
+  std::vector<std::shared_ptr<pb::Batch>> parts(peers->num_nodes());
+  for (uint32_t n = 0; n < parts.size(); ++n) {
+    if (n == peers->node_id()) continue;
+    parts[n] = std::make_shared<pb::Batch>();
+    parts[n]->set_sequencer_id(batch.sequencer_id());
+    parts[n]->set_epoch(batch.epoch());
+  }
+  std::vector<bool> to(parts.size());
+  for (const pb::Txn& t : batch.txns()) {
+    std::fill(to.begin(), to.end(), false);
+    for (PartitionId p : ParticipantsOf(t)) to[peers->NodeOf(p)] = true;
+    for (uint32_t n = 0; n < to.size(); ++n)
+      if (to[n] && parts[n] != nullptr) *parts[n]->add_txns() = t;
+  }
+  return parts;
+}
+
 absl::Status Engine::CheckPeerBatch(pb::Batch* batch) const {
   const uint32_t seq = batch->sequencer_id();
   if (seq >= options_.peers->num_nodes() || seq == options_.peers->node_id())
@@ -32,6 +51,10 @@ absl::Status Engine::CheckPeerBatch(pb::Batch* batch) const {
   if (const uint64_t most = EpochBatcher::kMaxBatchBytes + LargestTxnBytes(); batch->ByteSizeLong() > most)
     return absl::InvalidArgumentError(
         absl::StrCat("batch of ", batch->ByteSizeLong(), " bytes (at most ", most, " bytes)"));
+  return CheckBatchTxns(batch, seq);
+}
+
+absl::Status Engine::CheckBatchTxns(pb::Batch* batch, uint32_t seq) const {
   std::vector<uint32_t> scratch;
   int64_t last_index = -1;
   for (pb::Txn& t : *batch->mutable_txns()) {
@@ -113,6 +136,10 @@ void Engine::OnPeerBatch(std::shared_ptr<pb::Batch> batch) {
   }
   v = screen(true);  // a copy may have been taken meanwhile
   if (v != PeerBatchWindow::Verdict::kAccept) return refuse(v);
+  // Kept until the sender's log holds this epoch: if the sender dies and
+  // lost its own copy, it sequences the epoch again from what its peers
+  // received (a rejoin).
+  if (retention_ != nullptr) retention_->OnReceivedBatch(seq, batch);
   if (stage_ != nullptr) {
     stage_->Add(std::move(batch));
   } else {
@@ -122,7 +149,9 @@ void Engine::OnPeerBatch(std::shared_ptr<pb::Batch> batch) {
 
 void Engine::OnTxnResult(const pb::Txn& txn, pb::TxnResult result) {
   if (options_.peers != nullptr && txn.origin_node() != options_.peers->node_id()) {
-    options_.peers->SendResult(txn.origin_node(), result);  // its origin counts it
+    // Its origin counts it; kept for the origin's rejoin (it replays the
+    // txn and awaits this again), sent once its epoch is durable here.
+    outbox_->SendResult(txn.origin_node(), result);
     return;
   }
   Deliver(result, TxnCharge(txn));
@@ -138,6 +167,13 @@ void Engine::OnPeerResult(uint32_t from, const pb::TxnResult& result) {
         // A peer replaying its log may answer before our replay noted what
         // it awaits (engine_recovery.cc).
         early_results_.emplace_back(from, result);
+        return;
+      }
+      if (const uint64_t epoch = EpochBatcher::IdEpoch(result.txn_id()); epoch >= 1 && epoch < merged_epoch()) {
+        // Every result awaited for that epoch was noted when it was
+        // sequenced here: this one was answered already (a peer replaying,
+        // or resending for a rejoin).
+        late_peer_results_.fetch_add(1, std::memory_order_relaxed);
         return;
       }
       bad_peer_results_.fetch_add(1, std::memory_order_relaxed);

@@ -55,7 +55,8 @@ absl::StatusOr<uint64_t> LogStage::Recover(const std::vector<uint64_t>& crc_epoc
   return recovered_epoch_;
 }
 
-absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch, uint64_t first_epoch, TxnId last_id_floor) {
+absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch, uint64_t first_epoch, TxnId last_id_floor,
+                                              bool every_node_holds) {
   if (!recovered_)
     return absl::FailedPreconditionError(absl::StrCat("input log ", options_.dir, ": Open before Recover (it would "
                                                       "truncate a log it has not checked)"));
@@ -109,7 +110,11 @@ absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch, uint64_t fi
     std::lock_guard<std::mutex> l(mu_);
     writer_ = std::move(*w);
     next_ = {resume_epoch + 1, 0};
-    for (uint64_t& d : durable_) d = std::max(d, resume_epoch);  // R = min over the nodes' logs
+    if (every_node_holds) {
+      for (uint64_t& d : durable_) d = std::max(d, resume_epoch);  // R = min over the nodes' logs
+    } else {
+      durable_[self_] = std::max(durable_[self_], resume_epoch);
+    }
     last_id_ = in.last_id;
     // Batches that arrived before Open (peers already sequencing): drop
     // those of replayed epochs, append the rest in order.
@@ -118,6 +123,7 @@ absl::StatusOr<RecoveredInput> LogStage::Open(uint64_t resume_epoch, uint64_t fi
   }
   if (!drained.ok()) Fail(drained);
   local_durable_.store(resume_epoch, std::memory_order_release);
+  if (durable_hook_) durable_hook_(resume_epoch);
   uint64_t watermark;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -156,7 +162,7 @@ absl::Status LogStage::DrainLocked() {
     Pending& p = pending_.begin()->second;
     const bool end = next_.second + 1 == num_sequencers_;
     // An idle epoch's empty batch, no reply waiting: logged lazily.
-    const bool lazy = p.batch->txns_size() == 0 && held() == 0;
+    const bool lazy = p.batch->txns_size() == 0 && held() == 0 && !(waiting_hook_ && waiting_hook_());
     absl::Status s = writer_->Append(next_.first, next_.second, p.payload, end, lazy);
     if (!s.ok()) return s;  // the writer's own failure is sticky
     if (!epoch_ids_ && p.batch->txns_size() > 0) last_id_ = p.batch->txns().rbegin()->id();
@@ -178,6 +184,7 @@ absl::Status LogStage::DrainLocked() {
 
 void LogStage::OnDurable(uint64_t epoch) {
   local_durable_.store(epoch, std::memory_order_release);
+  if (durable_hook_) durable_hook_(epoch);
   if (peers_ != nullptr) peers_->SetDurableEpoch(epoch);
   std::vector<std::shared_ptr<const pb::Batch>> run;
   uint64_t w;
@@ -232,6 +239,11 @@ void LogStage::Advance(uint64_t w, TxnId dense_bound) {
   if (out.empty()) return;
   if (options_.crash_hook) options_.crash_hook("log_synced");
   for (const pb::TxnResult& r : out) deliver_(r);
+}
+
+void LogStage::Hurry() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (writer_ != nullptr) writer_->Hurry();
 }
 
 void LogStage::Hold(const pb::TxnResult& result) {

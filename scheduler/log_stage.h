@@ -117,7 +117,23 @@ class LogStage {
   // first_epoch: the batches handed back start there (recovery from a
   // checkpoint of first_epoch - 1; the log must hold it: DataLoss
   // otherwise); last_id_floor: the checkpoint's last txn id (dense ids).
-  absl::StatusOr<RecoveredInput> Open(uint64_t resume_epoch, uint64_t first_epoch = 1, TxnId last_id_floor = 0);
+  // every_node_holds: every node's log holds resume_epoch (the agreed
+  // resume of a cluster start), so the watermark starts there; false for a
+  // node rejoining a running cluster: the peers' durable epochs count as
+  // they report them (OnPeerDurable).
+  absl::StatusOr<RecoveredInput> Open(uint64_t resume_epoch, uint64_t first_epoch = 1, TxnId last_id_floor = 0,
+                                      bool every_node_holds = true);
+
+  // Called with this node's durable epoch whenever it rises (by Open, and
+  // on the writer thread). REQUIRES: before Open.
+  void SetDurableHook(std::function<void(uint64_t)> hook) { durable_hook_ = std::move(hook); }
+  // True while something outside waits for the durability of epochs here
+  // (PeerOutbox): idle epochs are then not logged lazily. REQUIRES: before
+  // Open.
+  void SetWaitingHook(std::function<bool()> hook) { waiting_hook_ = std::move(hook); }
+  // Writes and syncs lazily queued records now (something began to wait).
+  // Thread-safe.
+  void Hurry();
 
   void Add(std::shared_ptr<const pb::Batch> batch);
   void Hold(const pb::TxnResult& result);
@@ -164,6 +180,8 @@ class LogStage {
   const BatchFn execute_;
   const ResultFn deliver_;
   const FatalFn fatal_;
+  std::function<void(uint64_t)> durable_hook_;  // set before Open
+  std::function<bool()> waiting_hook_;          // set before Open
   uint64_t recovered_epoch_ = 0;  // owner thread
   std::map<uint64_t, uint32_t> recovered_crcs_;  // owner thread: RecoveredEpochCrc
   bool recovered_ = false;        // owner thread: Recover() ran (Open refuses otherwise)

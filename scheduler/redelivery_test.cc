@@ -79,6 +79,8 @@ class TamperingLink final : public PeerLink {
   }
   void SetDurableEpoch(uint64_t epoch) override { inner_->SetDurableEpoch(epoch); }
   void SetCheckpointEpoch(uint64_t epoch) override { inner_->SetCheckpointEpoch(epoch); }
+  void SendRejoinRequest(uint32_t node, const pb::RejoinRequest& r) override { inner_->SendRejoinRequest(node, r); }
+  void SendRejoinReply(uint32_t node, const pb::RejoinReply& r) override { inner_->SendRejoinReply(node, r); }
   void Send(PartitionId to, pb::RemoteReads msg) override {
     if (tamper_) {
       pb::RemoteReads empty = msg;  // the right reader, no values: would complete the txn

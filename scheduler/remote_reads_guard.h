@@ -144,6 +144,14 @@ class RemoteReadsGuard {
   RemoteReadsStats stats() const;
   // Txns expected now (taken, not all reads in or not yet Taken).
   size_t expected_now() const { return expected_.size(); }
+  // The lowest id of those (0 if none): a rejoin asks its peers again for
+  // reads from that txn's epoch on. O(expected_now()).
+  TxnId oldest_expected() const {
+    TxnId out = 0;
+    for (const auto& [id, e] : expected_)
+      if (out == 0 || id < out) out = id;
+    return out;
+  }
 
  private:
   struct Expected {

@@ -63,6 +63,27 @@ class GuardTest : public ::testing::Test {
   std::string last_why_;
 };
 
+// The oldest txn taken that still waits for reads (or has not used them):
+// a stalled rejoin asks its peers again from that txn's epoch.
+TEST_F(GuardTest, TheOldestExpectedTxnIsKnown) {
+  RemoteReadsGuard g(Options());
+  EXPECT_EQ(g.oldest_expected(), 0u);
+  std::vector<pb::RemoteReads> got;
+  const pb::Txn a = Txn(7), b = Txn(9);
+  g.Expect(a, 1);
+  g.Take(7, &got);
+  g.Expect(b, 1);
+  g.Take(9, &got);
+  EXPECT_EQ(g.oldest_expected(), 7u);
+  EXPECT_EQ(On(&g, Reads(9, 1)), V::kDeliver);
+  EXPECT_EQ(On(&g, Reads(9, 2)), V::kDeliver);
+  EXPECT_EQ(g.oldest_expected(), 7u) << "9 is done, 7 still waits";
+  EXPECT_EQ(On(&g, Reads(7, 2)), V::kDeliver);
+  EXPECT_EQ(g.oldest_expected(), 7u) << "one reader left";
+  EXPECT_EQ(On(&g, Reads(7, 1)), V::kDeliver);
+  EXPECT_EQ(g.oldest_expected(), 0u);
+}
+
 TEST_F(GuardTest, AcceptsEachReaderOnceThenForgetsTheTxn) {
   RemoteReadsGuard g(Options());
   const pb::Txn t = Txn(7);

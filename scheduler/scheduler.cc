@@ -81,6 +81,11 @@ void Scheduler::Stop() {
   workers_.clear();
 }
 
+TxnId Scheduler::OldestAwaitingReads() const {
+  std::lock_guard<std::mutex> l(remote_mu_);
+  return remote_.oldest_expected();
+}
+
 bool Scheduler::IsQuiescent() const { return core_.IsQuiescent(); }
 
 void Scheduler::Enqueue(SubBatchRef sub_batch) {

@@ -179,6 +179,9 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   LockStats lock_stats() const { return core_.lock_manager().stats(); }
   // REQUIRES: stopped. True iff no txn is admitted or parked.
   bool IsQuiescent() const;
+  // The lowest id of a txn taken here that waits for (or has not used yet)
+  // remote reads; 0 if none. Thread-safe.
+  TxnId OldestAwaitingReads() const;
 
  private:
   // The core's input, taken from merger_ under in_mu_.

@@ -241,6 +241,7 @@ class RemoteReadsTable {
   }
   size_t parked() const { return parked_.size(); }
   RemoteReadsStats stats() const { return guard_ ? guard_->stats() : RemoteReadsStats{}; }
+  TxnId oldest_expected() const { return guard_ ? guard_->oldest_expected() : 0; }
 
  private:
   absl::flat_hash_map<TxnId, PartitionTxn*> parked_;

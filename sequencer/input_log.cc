@@ -244,6 +244,15 @@ absl::Status InputLogWriter::Flush() {
   return status_;
 }
 
+void InputLogWriter::Hurry() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (queue_.empty()) return;
+    ++urgent_;
+  }
+  work_cv_.notify_one();
+}
+
 absl::Status InputLogWriter::status() const {
   std::lock_guard<std::mutex> l(mu_);
   return status_;

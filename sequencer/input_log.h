@@ -290,6 +290,9 @@ class InputLogWriter {
   // Waits until everything appended before the call is durable; returns
   // status().
   absl::Status Flush();
+  // Writes and syncs the lazy records queued now without waiting for their
+  // deadline (something waits for their durability); returns at once.
+  void Hurry();
   absl::Status status() const;
 
   // Writes and syncs what is queued, stops the writer thread, closes the

@@ -1,0 +1,336 @@
+// ZmqPeerNet over real sockets on 127.0.0.1: incarnations and the Hello
+// around a restart (a restarted peer is taken again and told whether the
+// cluster runs; a restart while another node rejoins is refused), the
+// running peers' cluster clock checked (one clock, not in the future), the
+// incarnation persisted in the data dir, and the peer protocol version.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "deploy/zmq_peer_net.h"
+#include "deploy/zmq_peer_net_test_util.h"
+#include "io/fault_injecting_file_system.h"
+
+namespace detdb {
+namespace {
+
+using namespace zmq_peer_testing;  // NOLINT
+using std::chrono::milliseconds;
+
+// A node restarts (a new ZmqPeerNet on its port) while the other runs: the
+// running node takes the new incarnation's frames from 1 again, answers its
+// Hello saying that it runs and on which clock, and from then on numbers
+// its own frames to it from 1; frames of the old incarnation, or queued for
+// it, are stale.
+TEST(ZmqPeerNet, ARestartedPeerIsTakenAgainAndHearsThatTheClusterRuns) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  auto not_running = p.net[1]->running_cluster();
+  ASSERT_TRUE(not_running.ok());
+  EXPECT_FALSE(not_running->has_value()) << "a cluster start: nobody said it runs";
+  p.net[0]->SetRunning(ClusterClock{12345, 7});
+  pb::Batch b;
+  b.set_sequencer_id(0);
+  for (uint64_t e = 1; e <= 3; ++e) {
+    b.set_epoch(e);
+    p.net[0]->SendBatch(1, b);
+  }
+  for (int i = 0; i < 2000 && p.rec[1].total() < 3; ++i) std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_EQ(p.rec[1].total(), 3u);
+  const uint64_t old_incarnation = p.net[1]->incarnation();
+  p.net[1]->Stop();  // the process dies
+  p.net[1].reset();
+  b.set_epoch(4);
+  p.net[0]->SendBatch(1, b);  // queued for the dead incarnation
+
+  Recorder fresh;
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = 1;
+  o.epoch_us = 1000;
+  auto n = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n.ok()) << n.status();
+  std::unique_ptr<ZmqPeerNet> restarted = std::move(*n);
+  EXPECT_GT(restarted->incarnation(), old_incarnation);
+  restarted->SetHandler(&fresh);
+  restarted->RegisterReceiver(1, &fresh);
+  restarted->SetRecoveredEpoch(0);
+  restarted->Start();
+  ASSERT_TRUE(restarted->Handshake(milliseconds(10000)).ok()) << "the running node answered the new Hello";
+  auto running = restarted->running_cluster();
+  ASSERT_TRUE(running.ok()) << running.status();
+  ASSERT_TRUE(running->has_value());
+  EXPECT_EQ((*running)->start_us, 12345u);
+  EXPECT_EQ((*running)->origin_epoch, 7u);
+  for (int i = 0; i < 2000 && p.net[0]->stats().restarts < 1; ++i) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_EQ(p.net[0]->stats().restarts, 1u);
+  // Both ways from 1 again: nothing lost, nothing stale in between.
+  b.set_epoch(5);
+  p.net[0]->SendBatch(1, b);
+  pb::RejoinRequest req;
+  req.set_id(9);
+  restarted->SendRejoinRequest(0, req);
+  pb::RejoinReply reply;
+  reply.set_id(9);
+  p.net[0]->SendRejoinReply(1, reply);
+  auto arrived = [&] {
+    std::scoped_lock l(fresh.mu, p.rec[0].mu);
+    return !fresh.epochs.empty() && !fresh.rejoin_replies.empty() && !p.rec[0].rejoin_requests.empty();
+  };
+  for (int i = 0; i < 2000 && !arrived(); ++i) std::this_thread::sleep_for(milliseconds(5));
+  {
+    std::lock_guard<std::mutex> l(fresh.mu);
+    EXPECT_EQ(fresh.epochs, (std::vector<uint64_t>{5})) << "epoch 4 was queued for the old incarnation";
+    EXPECT_EQ(fresh.rejoin_replies, (std::vector<std::pair<uint32_t, uint64_t>>{{0, 9}}));
+  }
+  {
+    std::lock_guard<std::mutex> l(p.rec[0].mu);
+    EXPECT_EQ(p.rec[0].rejoin_requests, (std::vector<std::pair<uint32_t, uint64_t>>{{1, 9}}));
+  }
+  EXPECT_EQ(restarted->stats().lost, 0u);
+  EXPECT_EQ(p.net[0]->stats().lost, 0u);
+  // A frame of the old incarnation (still in flight somewhere) is stale.
+  const uint64_t stale = p.net[0]->stats().stale;
+  pb::PeerMessage m;
+  m.set_from_node(1);
+  m.set_incarnation(old_incarnation);
+  m.set_to_incarnation(p.net[0]->incarnation());
+  m.set_seq(restarted->stats().sent + 1);
+  m.mutable_batch()->set_sequencer_id(1);
+  m.mutable_batch()->set_epoch(1);
+  SendRaw(c, 0, m);
+  for (int i = 0; i < 2000 && p.net[0]->stats().stale == stale; ++i) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_EQ(p.net[0]->stats().stale, stale + 1);
+  std::lock_guard<std::mutex> l(p.rec[0].mu);
+  EXPECT_TRUE(p.rec[0].epochs.empty());
+  restarted->Stop();
+}
+
+// A node that restarts while another is still rejoining (its Hello says
+// rejoining, not running) is refused: the second rejoin would count on a
+// node that has not caught up (review finding 2). Once that node runs, a
+// restart is a rejoin again.
+TEST(ZmqPeerNet, ARestartWhileAnotherNodeStillRejoinsIsRefused) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  p.net[0]->SetRejoining(ClusterClock{12345, 7});  // node 0 restarted and catches up
+  auto restart = [&](Recorder* rec) -> absl::StatusOr<std::optional<ClusterClock>> {
+    p.net[1]->Stop();  // node 1 dies and restarts
+    p.net[1].reset();
+    ZmqPeerNetOptions o;
+    o.config = c;
+    o.node_id = 1;
+    o.epoch_us = 1000;
+    auto n = ZmqPeerNet::Create(o);
+    if (!n.ok()) return n.status();
+    p.net[1] = std::move(*n);
+    p.net[1]->SetHandler(rec);
+    p.net[1]->RegisterReceiver(1, rec);
+    p.net[1]->SetRecoveredEpoch(0);
+    p.net[1]->Start();
+    if (auto h = p.net[1]->Handshake(milliseconds(10000)); !h.ok()) return h.status();
+    return p.net[1]->running_cluster();
+  };
+  Recorder first, second;
+  auto refused = restart(&first);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_NE(refused.status().message().find("node 0 is still rejoining"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("restart every node"), std::string::npos) << refused.status();
+  p.net[0]->SetRunning(ClusterClock{12345, 7});  // node 0 caught up
+  auto running = restart(&second);
+  ASSERT_TRUE(running.ok()) << running.status();
+  ASSERT_TRUE(running->has_value());
+  EXPECT_EQ((*running)->start_us, 12345u);
+  EXPECT_EQ((*running)->origin_epoch, 7u);
+  p.net[1]->Stop();
+}
+
+// A Hello as a running peer of this binary sends it (frame 1 of a new
+// incarnation), on the cluster clock (start_us, origin).
+pb::PeerMessage RunningHello(uint32_t from, uint64_t start_us, uint64_t origin) {
+  pb::PeerMessage m;
+  m.set_from_node(from);
+  m.set_seq(1);
+  m.set_incarnation(1);
+  pb::Hello* h = m.mutable_hello();
+  h->set_epoch_us(1000);
+  h->set_boot_us(WallClockMicros() - 60'000'000);
+  (*h->mutable_settings())["protocol_version"] = absl::StrCat(kPeerProtocolVersion);
+  h->set_running(true);
+  h->set_start_us(start_us);
+  h->set_clock_origin_epoch(origin);
+  return m;
+}
+
+// A started net of node `self` in config c, recording into rec.
+std::unique_ptr<ZmqPeerNet> StartedNet(const pb::ClusterConfig& c, uint32_t self, Recorder* rec) {
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = self;
+  o.epoch_us = 1000;
+  auto n = ZmqPeerNet::Create(o);
+  EXPECT_TRUE(n.ok()) << n.status();
+  if (!n.ok()) return nullptr;
+  (*n)->SetHandler(rec);
+  (*n)->RegisterReceiver(self, rec);
+  (*n)->Start();
+  return std::move(*n);
+}
+
+// Review 2 finding 2 (a): two running peers report different cluster
+// clocks (a bug or a forged Hello; honest running nodes share one). A
+// restarted node refuses to rejoin, naming both, where it took the lower
+// node's clock before (and logged a warning).
+TEST(ZmqPeerNet, RunningPeersOnDifferentClocksAreRefused) {
+  const pb::ClusterConfig c = Nodes(3, 1000);
+  Recorder rec;
+  std::unique_ptr<ZmqPeerNet> net = StartedNet(c, 2, &rec);
+  ASSERT_NE(net, nullptr);
+  const uint64_t start = WallClockMicros() - 50'000'000;
+  SendRaw(c, 2, RunningHello(0, start, 7));
+  SendRaw(c, 2, RunningHello(1, start + 1000, 7));  // one epoch apart
+  ASSERT_TRUE(net->Handshake(milliseconds(10000)).ok());
+  auto r = net->running_cluster();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_NE(r.status().message().find(absl::StrCat("node 1 runs on another cluster clock (start ", start + 1000,
+                                                   " us, origin epoch 7) than node 0 (start ", start)),
+            std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("restart every node"), std::string::npos) << r.status();
+  net->Stop();
+}
+
+// Review 2 finding 2 (b): a running peer's cluster clock that starts more
+// than the allowed skew ahead of ours is refused at the handshake, naming
+// the peer; one in the past is taken.
+TEST(ZmqPeerNet, ARunningPeersClockThatStartsInTheFutureIsRefused) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Recorder rec;
+  std::unique_ptr<ZmqPeerNet> net = StartedNet(c, 1, &rec);
+  ASSERT_NE(net, nullptr);
+  const uint64_t start = WallClockMicros() + kMaxClockSkewUs + 60'000'000;
+  SendRaw(c, 1, RunningHello(0, start, 7));
+  auto h = net->Handshake(milliseconds(10000));
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kFailedPrecondition) << h.status();
+  EXPECT_NE(h.status().message().find("node 0 runs on a cluster clock that starts"), std::string::npos)
+      << h.status();
+  EXPECT_NE(h.status().message().find(absl::StrCat("s ahead of ours (start ", start, " us)")), std::string::npos)
+      << h.status();
+  net->Stop();
+
+  Recorder rec2;
+  const pb::ClusterConfig c2 = TwoNodes(1000);
+  net = StartedNet(c2, 1, &rec2);
+  ASSERT_NE(net, nullptr);
+  const uint64_t past = WallClockMicros() - 50'000'000;
+  SendRaw(c2, 1, RunningHello(0, past, 7));
+  ASSERT_TRUE(net->Handshake(milliseconds(10000)).ok());
+  auto r = net->running_cluster();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((*r)->start_us, past);
+  net->Stop();
+}
+
+TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = 1;
+  o.epoch_us = 1000;
+  auto n = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n.ok()) << n.status();
+  Recorder rec;
+  (*n)->SetHandler(&rec);
+  (*n)->RegisterReceiver(1, &rec);
+  (*n)->Start();
+  pb::PeerMessage m;  // what an older binary says: no settings at all
+  m.set_from_node(0);
+  m.set_seq(1);
+  m.mutable_hello()->set_epoch_us(1000);
+  m.mutable_hello()->set_boot_us(1);
+  SendRaw(c, 1, m);
+  auto s = (*n)->Handshake(milliseconds(10000));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  EXPECT_NE(s.status().message().find(
+                absl::StrCat("node 0 runs without protocol_version, we with protocol_version ", kPeerProtocolVersion)),
+            std::string::npos)
+      << s.status();
+}
+
+// A binary of protocol 2 (before incarnations: every frame of it would be
+// dropped as stale, silently) fails the handshake, naming the setting.
+TEST(ZmqPeerNet, APeerOfTheProtocolBeforeIncarnationsIsRefused) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = 1;
+  o.epoch_us = 1000;
+  auto n = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n.ok()) << n.status();
+  Recorder rec;
+  (*n)->SetHandler(&rec);
+  (*n)->RegisterReceiver(1, &rec);
+  (*n)->Start();
+  pb::PeerMessage m;
+  m.set_from_node(0);
+  m.set_seq(1);
+  m.mutable_hello()->set_epoch_us(1000);
+  m.mutable_hello()->set_boot_us(1);
+  (*m.mutable_hello()->mutable_settings())["protocol_version"] = "2";
+  SendRaw(c, 1, m);
+  auto s = (*n)->Handshake(milliseconds(10000));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  EXPECT_NE(s.status().message().find("node 0 runs with protocol_version 2, we with 3"), std::string::npos)
+      << s.status();
+}
+
+// Review finding 12: a node persists its incarnation in its data dir and
+// the next one is above it, whatever the clock did meanwhile (here: the
+// last one ran an hour ahead of this clock). Before, the incarnation was
+// the wall clock alone, below the last one, and the peers dropped the
+// restarted node's Hello as stale.
+TEST(ZmqPeerNet, AnIncarnationIsAboveTheLastOnePersistedWhateverTheClock) {
+  FaultInjectingFileSystem fs;
+  ASSERT_TRUE(fs.CreateDir("/data").ok());
+  auto none = LoadIncarnation(&fs, "/data");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, 0u) << "none saved yet";
+  const uint64_t last = WallClockMicros() + 3600ull * 1000000;
+  ASSERT_TRUE(SaveIncarnation(&fs, "/data", last - 1).ok());
+  ASSERT_TRUE(SaveIncarnation(&fs, "/data", last).ok());  // replaces it
+  fs.SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);  // saved durably
+  auto loaded = LoadIncarnation(&fs, "/data");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(*loaded, last);
+
+  ZmqPeerNetOptions o;
+  o.config = TwoNodes(1000);
+  o.node_id = 0;
+  o.epoch_us = 1000;
+  o.min_incarnation = *loaded;
+  auto n = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_GT((*n)->incarnation(), last);
+
+  ASSERT_TRUE(fs.Remove("/data/incarnation").ok());
+  auto f = fs.NewAppendableFile("/data/incarnation");
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Append("twelve\n").ok());
+  ASSERT_TRUE((*f)->Close().ok());
+  EXPECT_EQ(LoadIncarnation(&fs, "/data").status().code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace detdb
