@@ -97,6 +97,11 @@ void PrintSummary(const MicroRunResult& r) {
   printf("  lock manager: %.1f%% of txns blocked at admission, %.1f active txns on average "
          "(admission window %.0f at the end), peak lock state %.1f MiB\n",
          100 * r.blocked_at_admission, r.avg_active, r.window, r.peak_lock_bytes / 1048576.0);
+  printf("  admission: window grew %lu times (%lu of them undone), shrank %lu (%lu of them undone), "
+         "workers starved %lu times\n",
+         static_cast<unsigned long>(r.window_grows), static_cast<unsigned long>(r.window_grows_undone),
+         static_cast<unsigned long>(r.window_shrinks), static_cast<unsigned long>(r.window_shrinks_undone),
+         static_cast<unsigned long>(r.starved));
   if (r.parked != 0) printf("  %lu txns waited for remote reads\n", static_cast<unsigned long>(r.parked));
   if (r.replayed != 0)
     printf("  replay of the log: %lu txns in %.2f s (%.2f s per million txns)\n",

@@ -190,6 +190,11 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
     blocked += p.blocked_at_admission;
     r.avg_active += p.avg_active / es.partitions.size();
     r.window += static_cast<double>(p.window) / es.partitions.size();
+    r.window_grows += p.window_grows;
+    r.window_shrinks += p.window_shrinks;
+    r.window_shrinks_undone += p.window_shrinks_undone;
+    r.window_grows_undone += p.window_grows_undone;
+    r.starved += p.starved;
     r.parked += p.parked;
   }
   r.blocked_at_admission = admitted == 0 ? 0 : static_cast<double>(blocked) / admitted;

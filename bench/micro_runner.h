@@ -52,6 +52,10 @@ struct MicroRunResult {
   double blocked_at_admission = 0;  // share of admissions not granted at once
   double avg_active = 0;            // admitted, unreleased txns per partition
   double window = 0;                // admission window at the end, per partition
+  // Summed over partitions: window grows and shrinks (of them, trials the
+  // release rate undid), worker starvations (admission.h).
+  uint64_t window_grows = 0, window_shrinks = 0, window_shrinks_undone = 0, window_grows_undone = 0;
+  uint64_t starved = 0;
   uint64_t parked = 0;              // multi-partition txns that waited for reads
   uint64_t digest = 0;
   double client_busy = 0;           // share of the run the client spent generating + submitting

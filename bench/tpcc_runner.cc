@@ -353,6 +353,8 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
     r.window += static_cast<double>(p.window) / n;
     r.window_grows += p.window_grows;
     r.window_shrinks += p.window_shrinks;
+    r.window_grows_undone += p.window_grows_undone;
+    r.window_shrinks_undone += p.window_shrinks_undone;
     r.starved += p.starved;
   }
   if (o.check) {

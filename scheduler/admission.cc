@@ -26,11 +26,120 @@ void AdmissionController::SetWindow(uint64_t w) {
   resume_gap_ = std::max<uint64_t>(1, w / 8);
   gen_admitted_ = gen_blocked_ = 0;
   gen_bound_ = gen_input_ran_out_ = false;
+  shrink_wanted_ = false;
+}
+
+void AdmissionController::ResetProbe(uint64_t now_us) {
+  ProbeState& p = probe_;
+  p.started = true;
+  p.trial = false;
+  p.start_us = now_us;
+  p.released = p.admitted = 0;
+  p.best_window = 0;
+  p.best_rate = 0;
+  p.grow_trial = false;
+  p.bound = false;
+  p.input_ran_out = false;
+}
+
+void AdmissionController::Probe(const AdmissionSignals& s) {
+  ProbeState& p = probe_;
+  if (!p.started) ResetProbe(s.now_us);
+  p.released += s.released;
+  p.admitted += s.admitted;
+  p.bound |= s.window_bound;
+  p.input_ran_out |= s.input_ran_out;
+  const uint64_t elapsed = s.now_us > p.start_us ? s.now_us - p.start_us : 0;
+  // A period, as when climbing: long enough to average out wake-ups and
+  // time slices, and a whole generation.
+  if (elapsed < kClimbPeriodUs || p.admitted < window_) return;
+  const double rate = static_cast<double>(p.released) / static_cast<double>(elapsed);
+  // A period in which the input ran out also counts the time the lock
+  // thread waited for it, and one with no release measures nothing: neither
+  // says how fast this window is. Discarded; a pending check waits for the
+  // next period. So no rate compared below is 0.
+  const bool usable = !p.input_ran_out && p.released > 0;
+  p.start_us = s.now_us;
+  p.released = p.admitted = 0;
+  p.grew = false;
+  const bool bound = p.bound;
+  p.bound = false;
+  p.input_ran_out = false;
+  if (p.grow_hold > 0) --p.grow_hold;
+  if (!usable) return;
+  p.measured = true;
+  if (p.grow_trial) {
+    p.grow_trial = false;
+    // Every growth, on starvation or a probe up, must be 5% faster, as a
+    // climb's step up: more lock state for nothing otherwise, and steps up
+    // by half kept on noise ratchet the window up (a descheduled lock
+    // thread starves the workers now and then on a loaded host).
+    if (rate < 1.05 * p.pre_grow_rate) {  // back
+      ++grows_undone_;
+      if (!p.grow_probe) {
+        p.grow_hold = p.grow_backoff;
+        p.grow_backoff = std::min(2 * p.grow_backoff, kMaxHoldPeriods);
+      }
+      SetWindow(p.pre_grow_window);
+      ResetProbe(s.now_us);
+      return;
+    }
+    if (!p.grow_probe) p.grow_backoff = 1;
+  }
+  p.last_window = window_;
+  p.last_rate = rate;
+  if (p.trial) {
+    p.trial = false;
+    if (rate < 0.97 * p.best_rate) {  // the smaller window is slower: back
+      ++shrinks_undone_;
+      const uint64_t back = p.best_window;
+      p.best_window = 0;  // measured again there before the next trial
+      p.best_rate = 0;
+      p.hold = p.backoff;
+      p.backoff = std::min(2 * p.backoff, kMaxHoldPeriods);
+      p.up = true;  // the next trial: one step up (the descent may have gone too far)
+      SetWindow(back);
+      return;
+    }
+    p.backoff = 1;
+  }
+  // The best: the highest rate, and of equal ones the smaller window.
+  if (p.best_window == 0 || rate >= p.best_rate) {
+    p.best_window = window_;
+    p.best_rate = rate;
+  }
+  if (p.hold > 0) {
+    --p.hold;
+    return;
+  }
+  if (p.up) {
+    // Noise can keep a trial that was in fact slower, and nothing else
+    // would bring the window back up: probe one step up, kept only if 5%
+    // faster; then descend again.
+    p.up = false;
+    const uint64_t next = Larger();
+    if (bound && next != window_) {
+      ++grows_;
+      const uint64_t from = window_;
+      SetWindow(next);
+      ResetProbe(s.now_us);
+      p.grow_trial = p.grow_probe = true;
+      p.pre_grow_window = from;
+      p.pre_grow_rate = rate;
+      return;
+    }
+  }
+  if (!shrink_wanted_) return;
+  const uint64_t next = std::max(min_, window_ > shrink_step_ ? window_ - shrink_step_ : 0);
+  if (next == window_) return;
+  ++shrinks_;
+  SetWindow(next);
+  p.trial = true;
 }
 
 uint64_t AdmissionController::Larger() const {
   const uint64_t step = std::max(workers_, window_ / 2);
-  return window_ > max_ - step ? max_ : window_ + step;
+  return max_ - window_ <= step ? max_ : window_ + step;  // window_ <= max_ always
 }
 
 uint64_t AdmissionController::Smaller() const {
@@ -92,6 +201,11 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
   if (climb_.phase != Phase::kOff) {
     Climb(s);
     if (climb_.phase != Phase::kOff) return;
+    // Back to the plain rules: a new descent, with nothing kept from before
+    // the climb (no pending probe up, no rate to check a growth against).
+    ResetProbe(s.now_us);
+    probe_.up = false;
+    probe_.last_window = 0;
   }
   gen_admitted_ += s.admitted;
   gen_blocked_ += s.blocked;
@@ -101,24 +215,48 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
       StartClimb(s);
       return;
     }
+    ProbeState& p = probe_;
+    if (p.trial || p.grow_hold > 0 || p.grow_trial || (p.measured && p.grew)) {
+      // A trial shrink or a growth is being measured, a growth was undone
+      // lately, or (once a rate was measured) one happened in this period:
+      // the rate decides. Starvation neither undoes the trial (a too small
+      // window shows as a lower rate) nor restarts the generation.
+      Probe(s);
+      return;
+    }
     const uint64_t next = Larger();
-    if (next != window_) ++grows_;
+    if (next == window_) {  // at the cap: the round still counts in the period
+      SetWindow(next);
+      Probe(s);
+      return;
+    }
+    ++grows_;
+    // Checked against the rate of the window it grows from, if measured.
+    const uint64_t from = window_;
+    const double from_rate = p.last_window == window_ ? p.last_rate : 0;
     SetWindow(next);
+    ResetProbe(s.now_us);
+    p.grew = true;
+    p.grow_trial = from_rate > 0;
+    p.grow_probe = false;
+    p.pre_grow_window = from;
+    p.pre_grow_rate = from_rate;
     return;
   }
   gen_bound_ |= s.window_bound;
   gen_input_ran_out_ |= s.input_ran_out;
-  if (gen_admitted_ < window_) return;
-  if (gen_bound_ && !gen_input_ran_out_) {
-    const bool mostly_blocked = 2 * gen_blocked_ > gen_admitted_;
-    const uint64_t step = std::max<uint64_t>(1, mostly_blocked ? window_ / 4 : window_ / 16);
-    const uint64_t next = std::max(min_, window_ > step ? window_ - step : 0);
-    if (next != window_) ++shrinks_;
-    SetWindow(next);
-    return;
+  if (gen_admitted_ >= window_) {
+    // A whole generation: it asks for a shrink if the window bound in it
+    // and the lock thread never ran out of input; the last one decides.
+    shrink_wanted_ = gen_bound_ && !gen_input_ran_out_;
+    if (shrink_wanted_) {
+      const bool mostly_blocked = 2 * gen_blocked_ > gen_admitted_;
+      shrink_step_ = std::max<uint64_t>(1, mostly_blocked ? window_ / 4 : window_ / 16);
+    }
+    gen_admitted_ = gen_blocked_ = 0;
+    gen_bound_ = gen_input_ran_out_ = false;
   }
-  gen_admitted_ = gen_blocked_ = 0;
-  gen_bound_ = gen_input_ran_out_ = false;
+  Probe(s);
 }
 
 }  // namespace detdb

@@ -1,49 +1,36 @@
 // AdmissionController: how far ahead of its workers a partition's lock
-// thread admits txns. Pure logic (no threads, no clock): the lock thread
-// feeds it what it saw and asks it whether one more txn may be admitted.
+// thread admits txns (the admission window). Pure logic (no threads, no
+// clock): the lock thread feeds it what it saw, with the runner's clock, and
+// asks whether one more txn may be admitted.
 //
-// Why: every admitted txn that cannot run yet is lock state the lock thread
-// pays for (successor lists, queue entries, cold txn states) without giving
-// the workers anything to do. A fixed window too large for the workload (the
-// old max_active = 2000) left most admitted txns blocked; one too small
-// starves the workers. The controller keeps the window where the workers
-// are just fed, for every lock manager, with no constant tuned to one
-// workload:
-// - it grows (by half, at least by `workers`) as soon as a worker finds no
-//   runnable txn while the window is what stops admission, unless every
-//   txn admitted since the window last changed blocked: then more window
-//   would add only blocked txns (a serial chain: one hot record written by
-//   every txn), so it does not grow;
-// - it shrinks when a whole generation (as many admissions as the window)
-//   passed with the window binding and no worker starving: the active txns
-//   beyond what keeps the workers fed are lock state that adds no runnable
-//   txn they need. By 1/16 a generation, by 1/4 when most of the
-//   generation's admissions blocked (the lock state grew, the runnable set
-//   did not). Never in a generation in which the lock thread ran out of
-//   input: a lock thread that waits for input has time to spare, so the
-//   lock state of a larger window costs the workers nothing, while a
-//   smaller one only makes the lock thread sleep and be woken more often
-//   (TPC-C's closed loop of 200 txns: the window came down to its minimum
-//   and every couple of releases woke the lock thread; ~18% lower).
-// The result is the smallest window at which the workers are just fed,
-// probed continually (slow multiplicative decrease, fast increase).
-//
-// Starvation explained by parked txns (multi-partition txns waiting for
-// other partitions' reads: at least a quarter of the window parked) says
-// more about the other partitions and the network than about this window:
-// a larger window may feed the workers (a long network delay needs more
-// txns in flight) or only add lock state and wake-ups (two partitions of
-// one process on two cores: dclp ran 130K txns/s at a window of 16 and 75-
-// 95K at 1,000). There the controller hill-climbs on the release rate
-// instead of growing on every starvation: it measures the rate at the
-// current window over a period (at least kClimbPeriodUs and one
-// generation), tries one step larger or smaller for a period, and keeps the
-// new window if it was faster (larger: by 5%; smaller: if not 3% slower,
-// since a smaller window costs less lock state), else goes back and tries
-// the other direction next. It leaves that mode when a period's parked
-// share falls below a quarter of the window.
-// max_active stays the hard cap. Admission order is unchanged (id order), so
-// the window changes only timing, never a result (G1 of LOCKING.md).
+// Every admitted txn that cannot run yet is lock state the lock thread pays
+// for without giving the workers anything to do; too small a window starves
+// the workers or makes the lock thread sleep and be woken per release. The
+// rules (the why, the thresholds' origin and measurements: docs/ENGINE.md,
+// "Admission that adapts"):
+// - grow (by half, at least by `workers`) when a worker finds no runnable
+//   txn while the window stops admission, unless every txn admitted since
+//   the last change blocked (a serial chain); until a release rate is
+//   measured at once, then at most once a period, each growth kept only
+//   if the next period's release rate is 5% higher, else undone and held;
+//   once a rate is measured, a starving worker neither undoes a pending
+//   trial nor restarts the generation: the rate decides;
+// - shrink (by 1/16, by 1/4 when most admissions block) after a whole
+//   generation (window() admissions) with the window binding, the lock
+//   thread never out of input, no growth and (at the cap) no starving
+//   worker: a trial, kept only if the next period's release rate is not 3%
+//   below the best of the descent, else undone and the next trial held
+//   (doubling, up to kMaxHoldPeriods);
+//   after an undone trial, a probe one step up, kept only if 5% faster;
+// - a period (the unit of every rate) lasts kClimbPeriodUs and a whole
+//   generation; one in which the input ran out or nothing was released
+//   measures nothing and is discarded;
+// - when parked txns (waiting for other partitions' reads) explain the
+//   starvation, hill-climb on the release rate instead (a step up kept if 5%
+//   faster, a step down if not 3% slower) until the parked share falls
+//   below a quarter of the window.
+// max_active stays the hard cap. Admission order is unchanged (id order),
+// so the window changes only timing, never a result (G1 of LOCKING.md).
 //
 // Thread-safety: not thread-safe; the scheduler calls it under lm_mu_.
 #ifndef DETDB_SCHEDULER_ADMISSION_H_
@@ -102,9 +89,19 @@ class AdmissionController {
   bool climbing() const { return climb_.phase != Phase::kOff; }
   uint64_t climbs_kept() const { return climbs_kept_; }
   uint64_t climbs_undone() const { return climbs_undone_; }
+  // Trial shrinks undone (the release rate fell, or a worker starved during
+  // the trial; counted in shrinks() too), and whether a trial shrink is being
+  // measured now.
+  uint64_t shrinks_undone() const { return shrinks_undone_; }
+  // Growths undone because the release rate fell (counted in grows() too).
+  uint64_t grows_undone() const { return grows_undone_; }
+  bool trying_shrink() const { return probe_.trial; }
 
-  // A climbing period lasts at least this long (and one generation).
+  // A climbing or shrink-trial period lasts at least this long (and one
+  // generation).
   static constexpr uint64_t kClimbPeriodUs = 20000;
+  // The longest wait, in periods, between shrink trials after undone ones.
+  static constexpr uint64_t kMaxHoldPeriods = 32;
 
  private:
   enum class Phase { kOff, kBase, kTrial };
@@ -112,6 +109,12 @@ class AdmissionController {
   // Starts climbing from the current window; the next period measures it.
   void StartClimb(const AdmissionSignals& s);
   void Climb(const AdmissionSignals& s);
+  // A new descent from the current window: nothing measured yet, the
+  // period starts at `now_us`.
+  void ResetProbe(uint64_t now_us);
+  // Counts the round into the current period; at its end measures the rate
+  // and starts, keeps or undoes a trial shrink.
+  void Probe(const AdmissionSignals& s);
   uint64_t Larger() const;
   uint64_t Smaller() const;
 
@@ -137,6 +140,36 @@ class AdmissionController {
     uint64_t parked_sum = 0, samples = 0; // parked, summed over its Adjusts
   } climb_;
   uint64_t climbs_kept_ = 0, climbs_undone_ = 0;
+  // Validated shrinking (see the file comment). A completed generation asks
+  // for a shrink (shrink_wanted_, by shrink_step_); the next period's end
+  // tries it.
+  bool shrink_wanted_ = false;
+  uint64_t shrink_step_ = 1;
+  struct ProbeState {
+    bool started = false;        // start_us is set
+    bool trial = false;          // the current period measures a trial shrink
+    uint64_t start_us = 0;       // the current period's start
+    uint64_t released = 0, admitted = 0;  // in the current period
+    uint64_t best_window = 0;    // 0: nothing measured in this descent
+    double best_rate = 0;        // the best release rate of the descent (txns per us)
+    uint64_t hold = 0;           // periods to wait before the next trial
+    uint64_t backoff = 1;        // the hold after the next undo
+    // The last whole period's rate and window, kept across ResetProbe.
+    uint64_t last_window = 0;
+    double last_rate = 0;
+    // A growth checked at the next period's end: the window and rate before.
+    bool grow_trial = false;
+    bool grow_probe = false;     // the growth is a probe up, not a starvation's
+    bool up = false;             // the next trial is a probe up (a shrink was undone)
+    bool bound = false;          // the window bound in the current period
+    bool input_ran_out = false;  // the input ran out in the current period
+    bool measured = false;       // a period has ended (a rate is known)
+    bool grew = false;           // a growth on starvation in the current period
+    uint64_t pre_grow_window = 0;
+    double pre_grow_rate = 0;
+    uint64_t grow_hold = 0, grow_backoff = 1;  // as hold and backoff, for growth
+  } probe_;
+  uint64_t shrinks_undone_ = 0, grows_undone_ = 0;
 };
 
 }  // namespace detdb

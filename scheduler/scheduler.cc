@@ -149,6 +149,8 @@ void Scheduler::PublishLocked(const AdmitResult& r) {
   window_.store(a.window(), std::memory_order_relaxed);
   window_grows_.store(a.grows(), std::memory_order_relaxed);
   window_shrinks_.store(a.shrinks(), std::memory_order_relaxed);
+  window_shrinks_undone_.store(a.shrinks_undone(), std::memory_order_relaxed);
+  window_grows_undone_.store(a.grows_undone(), std::memory_order_relaxed);
 }
 
 namespace {
@@ -362,6 +364,8 @@ SchedulerStats Scheduler::stats() const {
   s.window = window_.load(std::memory_order_relaxed);
   s.window_grows = window_grows_.load(std::memory_order_relaxed);
   s.window_shrinks = window_shrinks_.load(std::memory_order_relaxed);
+  s.window_shrinks_undone = window_shrinks_undone_.load(std::memory_order_relaxed);
+  s.window_grows_undone = window_grows_undone_.load(std::memory_order_relaxed);
   s.starved = starved_.load(std::memory_order_relaxed);
   s.active_now = active_now_.load(std::memory_order_relaxed);
   s.ready_queue = ready_q_.size();

@@ -112,6 +112,9 @@ struct SchedulerStats {
   double avg_active = 0;   // admitted, unreleased txns, averaged over admissions
   uint64_t window = 0;     // the admission window now (admission.h)
   uint64_t window_grows = 0, window_shrinks = 0;
+  // Of the shrinks, trials undone (the release rate fell, or a worker
+  // starved in the trial); of the grows, those the release rate undid.
+  uint64_t window_shrinks_undone = 0, window_grows_undone = 0;
   uint64_t starved = 0;    // times a worker found no runnable txn
   // Now (gauges for /metrics; read from what the threads publish anyway):
   uint64_t active_now = 0;    // admitted, unreleased txns
@@ -224,7 +227,8 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   std::atomic<bool> window_bound_{false};
   std::atomic<uint64_t> active_now_{0};  // core_.active(), for workers' starvation check (a hint)
   std::atomic<uint64_t> starved_{0};  // workers that found no runnable txn, window binding
-  std::atomic<uint64_t> window_{0}, window_grows_{0}, window_shrinks_{0};  // for stats()
+  std::atomic<uint64_t> window_{0}, window_grows_{0}, window_shrinks_{0}, window_shrinks_undone_{0},
+      window_grows_undone_{0};  // for stats()
   // False while the lock thread sleeps: then a worker releases its txn
   // itself rather than wake it (a hint; any value is safe).
   std::atomic<bool> lock_thread_awake_{true};
