@@ -58,6 +58,12 @@ class Handler final : public detdb::PeerHandler, public detdb::RemoteReadsReceiv
   void OnPeerResult(uint32_t from, const pb::TxnResult& result) override { engine_->OnPeerResult(from, result); }
   void OnPeerDurable(uint32_t node, uint64_t epoch) override { engine_->OnPeerDurable(node, epoch); }
   void OnPeerCheckpoint(uint32_t node, uint64_t epoch) override { engine_->OnPeerCheckpoint(node, epoch); }
+  // A rejoin request from a peer is answered by the engine (here: with an
+  // error, it keeps no input log); a reply nobody asked for is dropped.
+  void OnRejoinRequest(uint32_t node, const pb::RejoinRequest& request) override {
+    engine_->OnRejoinRequest(node, request);
+  }
+  void OnRejoinReply(uint32_t node, const pb::RejoinReply& reply) override { engine_->OnRejoinReply(node, reply); }
   void OnRemoteReads(pb::RemoteReads) override {}
 
  private:

@@ -159,6 +159,22 @@ void PeerMessages() {
   stamp.set_durable_epoch(10);
   stamp.set_checkpoint_epoch(8);
   put("durable_checkpoint", stamp, 5);
+  // A rejoining peer's three kinds of request, and a reply nobody asked for.
+  for (int kind = 0; kind < 3; ++kind) {
+    pb::PeerMessage rq;
+    pb::RejoinRequest* r = rq.mutable_rejoin_request();
+    r->set_id(kind + 1);
+    r->set_kind(static_cast<pb::RejoinRequest::Kind>(kind));
+    r->set_own_floor(3);
+    r->set_after_epoch(3);
+    r->set_from_epoch(4);
+    r->set_max_bytes(1 << 16);
+    put("rejoin_request_" + std::to_string(kind), rq, 6 + kind);
+  }
+  pb::PeerMessage rp;
+  rp.mutable_rejoin_reply()->set_id(1);
+  rp.mutable_rejoin_reply()->set_next_expected(5);
+  put("rejoin_reply", rp, 9);
 }
 
 // --- cluster_config: text format ---
