@@ -59,8 +59,9 @@ DEFINE_int32(log_lazy_sync_ms, 20,
              "this many ms (0: every epoch synced at once, as before)");
 DEFINE_uint64(rejoin_retention_mb, 64,
               "Per other node, MiB of the remote reads and results sent to it since the newest checkpoint every node "
-              "holds, kept so that it can rejoin alone after a crash (docs/DURABILITY.md); 0: none kept, no node "
-              "can rejoin alone (a restarted node needs a restart of every node); at most 16777216");
+              "holds, kept so that it can rejoin alone after a crash (docs/DURABILITY.md); 0: rejoin off: nothing "
+              "kept, and reads for other nodes no longer wait for their epoch's fsync here (faster multi-partition "
+              "txns), but a node restarted after a crash needs a restart of every node; at most 16777216");
 DEFINE_uint32(log_min_sync_interval_us, 0,
               "With --data_dir and --log_sync=fsync: at least this many us from the end of one fdatasync to the "
               "next group (fewer syncs, less kernel CPU under load; replies wait up to this much longer). 0: a "

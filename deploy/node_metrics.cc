@@ -177,6 +177,9 @@ std::string Node::MetricsText() const {
           es.retained_batches);
   m.Gauge("detdb_rejoin_retained_batch_bytes", "Serialized bytes of the batch parts kept for the peers' rejoins",
           es.retained_batch_bytes);
+  m.Counter("detdb_rejoin_held_peer_messages_total",
+            "Reads and results for other nodes that waited for their epoch's durability here (0 with rejoin off)",
+            es.held_peer_messages);
   m.Counter("detdb_peer_results_late_total", "Peer results for txns answered already (a peer replaying)",
             es.late_peer_results);
 

@@ -36,12 +36,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->accepting_.store(options.peers == nullptr, std::memory_order_release);
   if (e->local_.empty()) return absl::InvalidArgumentError("this node serves no partition");
   if (options.peers != nullptr) {
-    // Kept for the peers' rejoins only with the input log: without it no
-    // durable epoch ever trims what is kept, and no node can rejoin.
-    if (!options.log.dir.empty())
+    // Kept for the peers' rejoins only with the input log (without it no
+    // durable epoch ever trims what is kept, and no node can rejoin) and
+    // unless rejoin is off (rejoin_retention_bytes 0); messages wait for
+    // durability only for a rejoin too.
+    const bool rejoin = !options.log.dir.empty() && options.rejoin_retention_bytes > 0;
+    if (rejoin)
       e->retention_ = std::make_unique<PeerRetention>(options.peers->num_nodes(), options.peers->node_id(),
                                                       options.rejoin_retention_bytes);
-    e->outbox_ = std::make_unique<PeerOutbox>(options.peers, e->retention_.get(), !options.log.dir.empty());
+    e->outbox_ = std::make_unique<PeerOutbox>(options.peers, e->retention_.get(), /*gated=*/rejoin);
   }
   Transport* transport = options.peers != nullptr ? static_cast<Transport*>(e->outbox_.get()) : e->transport_.get();
   // The window ahead of the merged epoch for peers' batches and early reads.
@@ -471,6 +474,7 @@ EngineStats Engine::stats() const {
     s.retained_batches = retention_->batches();
     s.retained_batch_bytes = retention_->batch_bytes();
   }
+  if (outbox_ != nullptr) s.held_peer_messages = outbox_->held_total();
   s.rejoined_at = rejoined_at_.load();
   s.epochs = sequencer_->epochs_closed();
   if (stage_ != nullptr) {

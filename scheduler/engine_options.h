@@ -63,7 +63,12 @@ struct EngineOptions {
   // reads and results sent to it since the newest checkpoint every node
   // holds are kept for its rejoin (scheduler/peer_retention.h); beyond,
   // the oldest are dropped and that node can no longer rejoin alone from
-  // an older checkpoint.
+  // an older checkpoint. 0: rejoin off. Nothing is kept, and reads and
+  // results for other nodes leave at once instead of waiting for their
+  // epoch's fsync here (scheduler/peer_outbox.h: the price of a rejoin,
+  // paid by multi-partition txns); this node can then neither rejoin a
+  // running cluster nor serve a peer's rejoin: a node restarted after a
+  // crash needs a restart of every node (each recovers from its log).
   uint64_t rejoin_retention_bytes = 64u << 20;
   // Cluster mode: a Rejoin that makes no progress this long (no peer
   // answers; or no epoch merged, no txn of ours answered, no partition
@@ -142,6 +147,7 @@ struct EngineStats {
   uint64_t retained_bytes = 0;          // reads and results kept for peers' rejoins (PeerRetention)
   uint64_t retained_batches = 0;        // batch parts kept for peers' rejoins (0 without the input log)
   uint64_t retained_batch_bytes = 0;    // their serialized bytes
+  uint64_t held_peer_messages = 0;      // reads and results for other nodes that waited for durability here (total)
   uint64_t rejoined_at = 0;             // Rejoin: the last epoch sequenced before (0: no rejoin)
   LogStage::WriterStats log;                             // input log writer (metrics)
   std::vector<SchedulerStats> partitions;

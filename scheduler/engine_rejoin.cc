@@ -84,8 +84,10 @@ void Engine::OnRejoinRequest(uint32_t node, const pb::RejoinRequest& req) {
   reply.set_id(req.id());
   reply.set_kind(req.kind());
   if (retention_ == nullptr) {
-    reply.set_error(absl::StrCat("node ", self, " runs without an input log and keeps nothing for a rejoin; "
-                                 "restart every node"));
+    reply.set_error(absl::StrCat("node ", self,
+                                 options_.log.dir.empty() ? " runs without an input log"
+                                                          : " runs with rejoin off (--rejoin_retention_mb=0)",
+                                 " and keeps nothing for a rejoin; restart every node"));
     peers->SendRejoinReply(node, reply);
     return;
   }
@@ -319,6 +321,10 @@ absl::Status Engine::Rejoin(const ClusterClock& clock) {
     return absl::FailedPreconditionError("only a cluster node with an input log can rejoin a running cluster");
   if (started_) return absl::FailedPreconditionError("engine already started");
   if (clock.start_us == 0) return absl::InvalidArgumentError("rejoin without the cluster's clock");
+  if (retention_ == nullptr)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node ", options_.peers->node_id(), " runs with rejoin off (rejoin_retention_bytes 0, --rejoin_retention_mb=0): "
+        "its reads for other nodes did not wait for its log, so it cannot rejoin a running cluster; restart every node"));
   if (absl::Status s = CheckSchemas(); !s.ok()) return s;
   started_ = true;
   // The cluster's clock first: what peers send is bounded by it (finding 1).

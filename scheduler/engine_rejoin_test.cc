@@ -229,6 +229,63 @@ TEST(EngineRejoin, PeersThatDroppedWhatTheReplayNeedsRefuseTheRejoin) {
   EXPECT_NE(s.message().find("restart every node"), std::string::npos) << s;
 }
 
+// Rejoin off (rejoin_retention_bytes 0, --rejoin_retention_mb=0; review
+// 1 finding 9: the opt-out of the rejoin's cost): under multi-partition
+// load no read or result for another node waits for durability and
+// nothing is kept; a node restarted into the running cluster is refused
+// with a clear error (restart every node), and so is a node with rejoin on
+// whose peers run with it off. With rejoin on (the first half's control)
+// messages do wait.
+TEST(EngineRejoin, WithRejoinOffNothingWaitsNothingIsKeptAndARestartedNodeIsRefused) {
+  for (const bool off : {false, true}) {
+    SCOPED_TRACE(off ? "rejoin off" : "rejoin on");
+    World w(false);
+    if (off) w.retention_bytes = 0;
+    for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
+    ASSERT_NO_FATAL_FAILURE(StartAll(&w));
+    {
+      std::vector<std::unique_ptr<Feeder>> feeders;
+      for (uint32_t n = 0; n < kNodes; ++n) {
+        feeders.push_back(std::make_unique<Feeder>(&w, n, 91 + n));
+        feeders.back()->Start();
+      }
+      for (int i = 0; i < 60000 && Answered(w.answers[0].get()) < 300; ++i) std::this_thread::sleep_for(milliseconds(1));
+      ASSERT_GE(Answered(w.answers[0].get()), 300);
+      for (auto& f : feeders) f->Stop();
+    }
+    uint64_t held = 0, kept = 0;
+    for (uint32_t n = 0; n < kNodes; ++n) {
+      const EngineStats s = w.engines[n]->stats();
+      held += s.held_peer_messages;
+      kept += s.retained_bytes + s.retained_batches;
+    }
+    if (!off) {
+      EXPECT_GT(held, 0u) << "with rejoin on, reads for other nodes wait for their epoch's fsync";
+      EXPECT_GT(kept, 0u);
+      continue;
+    }
+    EXPECT_EQ(held, 0u);
+    EXPECT_EQ(kept, 0u);
+    const uint32_t dead = 0;
+    Engine* live = w.engines[1].get();
+    for (const uint64_t own : {uint64_t{0}, uint64_t{64} << 20}) {
+      w.hub.Detach(dead);
+      (void)w.engines[dead]->Stop(milliseconds(0));
+      w.engines[dead].reset();
+      w.retention_bytes = own;  // the restarted node's own setting
+      w.engines[dead] = w.Make(dead);
+      ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
+      w.hub.Attach(dead);
+      const absl::Status s = w.engines[dead]->Rejoin(live->clock());
+      EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+      EXPECT_NE(s.message().find(own == 0 ? "node 0 runs with rejoin off" : "runs with rejoin off (--rejoin_retention_mb=0)"),
+                std::string::npos)
+          << s;
+      EXPECT_NE(s.message().find("restart every node"), std::string::npos) << s;
+    }
+  }
+}
+
 // Two failures one after the other (review finding 2b). Node B's disk
 // stalls before an fsync; txns of B's client that touch only node A's
 // partition are sequenced by B after its durable epoch, and executed and

@@ -34,6 +34,7 @@ void PeerOutbox::Gate(PartitionId to, pb::RemoteReads msg) {
     if (epoch > durable_) {
       held_[epoch].reads.emplace_back(to, std::move(msg));
       held = true;
+      held_total_.fetch_add(1, std::memory_order_relaxed);
       first = ++held_count_ == 1;
       holding_.store(true, std::memory_order_release);
     }
@@ -53,6 +54,7 @@ void PeerOutbox::GateResult(uint32_t node, const pb::TxnResult& result) {
     if (epoch > durable_) {
       held_[epoch].results.emplace_back(node, result);
       held = true;
+      held_total_.fetch_add(1, std::memory_order_relaxed);
       first = ++held_count_ == 1;
       holding_.store(true, std::memory_order_release);
     }

@@ -59,6 +59,7 @@ class PeerOutbox final : public Transport {
   void ResendResult(uint32_t node, const pb::TxnResult& result);
 
   uint64_t held() const;     // messages waiting now
+  uint64_t held_total() const { return held_total_.load(std::memory_order_relaxed); }  // messages that waited
   uint64_t durable() const;  // the epoch SetDurable last gave (0 before)
   bool holding() const { return holding_.load(std::memory_order_acquire); }
   // Called (without the lock) when a message starts to wait while none
@@ -82,6 +83,7 @@ class PeerOutbox final : public Transport {
   std::map<uint64_t, Held> held_;       // guarded by mu_: by txn epoch
   uint64_t held_count_ = 0;             // guarded by mu_
   std::atomic<bool> holding_{false};    // held_count_ > 0
+  std::atomic<uint64_t> held_total_{0};
   std::function<void()> hold_hook_;
 };
 
