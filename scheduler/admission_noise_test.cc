@@ -1,12 +1,13 @@
 // The admission window under a noisy release rate (a 20 ms period on a
 // shared 2-core host): the rules that keep it from drifting up
-// (docs/ENGINE.md, "Every change checked by the release rate"). Each test
+// (docs/ENGINE.md, "Growth needs the evidence a shrink needs"). Each test
 // has its own virtual clock and, where it draws noise, its own seeded
 // generator (std::mt19937_64's sequence is fixed by the standard; no
 // distribution object is used, so the draws are the same everywhere).
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <utility>
 
 #include <gtest/gtest.h>
 

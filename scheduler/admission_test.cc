@@ -400,9 +400,9 @@ TEST_F(Admission, AGrowthOnStarvationIsKeptOnlyIfFivePercentFaster) {
 TEST_F(Admission, StarvationWhileAGrowthIsCheckedDoesNotRestartTheGeneration) {
   // The rate rises with the window: the growth is checked over two periods,
   // a worker starving in the middle of each (neither a new growth nor an
-  // undo), and kept; the generation completed in the second (the window
-  // binding) leaves the next period to measure 96 afresh and re-check the
-  // growth by a trial back at 64, which is slower: undone.
+  // undo, and the generations go on), and kept; the next period measures
+  // 96 afresh and the growth is re-checked by a trial back at 64, which is
+  // slower: undone.
   AdmissionController c({.workers = 1, .max_active = 2000});
   auto rate = [](uint64_t w) { return 0.4 * static_cast<double>(std::min<uint64_t>(w, 200)) / 200.0; };
   UnboundPeriod(&c, &now_us, rate(64));
