@@ -9,6 +9,9 @@ namespace {
 // Scheduler::WorkerThread); the smallest window gives every worker two such
 // batches.
 constexpr uint64_t kBatchPerWorker = 4;
+// A growth is kept only if this many consecutive periods are each 5% faster
+// (see Probe).
+constexpr uint32_t kGrowChecks = 2;
 }  // namespace
 
 AdmissionController::AdmissionController(const AdmissionOptions& o)
@@ -38,6 +41,7 @@ void AdmissionController::ResetProbe(uint64_t now_us) {
   p.best_window = 0;
   p.best_rate = 0;
   p.grow_trial = false;
+  p.recheck_window = 0;
   p.bound = false;
   p.input_ran_out = false;
 }
@@ -69,22 +73,41 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
   if (!usable) return;
   p.measured = true;
   if (p.grow_trial) {
-    p.grow_trial = false;
     // Every growth, on starvation or a probe up, must be 5% faster, as a
     // climb's step up: more lock state for nothing otherwise, and steps up
     // by half kept on noise ratchet the window up (a descheduled lock
-    // thread starves the workers now and then on a loaded host).
+    // thread starves the workers now and then on a loaded host). A shrink
+    // is judged against the best rate of its descent, and a 1/16 step kept
+    // by luck costs little; a growth by half is judged against the best
+    // rate known where it grew from (pre_grow_rate), in each of two
+    // periods, and then re-checked, so that one lucky period on a noisy
+    // host does not keep it (docs/ENGINE.md).
     if (rate < 1.05 * p.pre_grow_rate) {  // back
+      p.grow_trial = false;
       ++grows_undone_;
-      if (!p.grow_probe) {
-        p.grow_hold = p.grow_backoff;
-        p.grow_backoff = std::min(2 * p.grow_backoff, kMaxHoldPeriods);
-      }
+      p.grow_hold = p.grow_backoff;
+      p.grow_backoff = std::min(2 * p.grow_backoff, kMaxHoldPeriods);
+      p.up = false;  // the larger window was just measured: no probe up now
       SetWindow(p.pre_grow_window);
       ResetProbe(s.now_us);
+      // The window it returns to was measured: the next growth is checked
+      // against that rate.
+      p.last_window = window_;
+      p.last_rate = p.pre_grow_rate;
       return;
     }
-    if (!p.grow_probe) p.grow_backoff = 1;
+    if (--p.grow_checks > 0) return;  // the next period must be faster too
+    p.grow_trial = false;
+    p.grow_backoff = 1;
+    // Kept. The check periods were chosen for being fast: they set no
+    // reference for a shrink. The next period measures this window afresh,
+    // and then a trial back to where it grew from is judged as any shrink.
+    p.last_window = window_;
+    p.last_rate = rate;
+    p.recheck_window = p.pre_grow_window;
+    p.best_window = 0;
+    p.best_rate = 0;
+    return;
   }
   p.last_window = window_;
   p.last_rate = rate;
@@ -93,6 +116,9 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
     if (rate < 0.97 * p.best_rate) {  // the smaller window is slower: back
       ++shrinks_undone_;
       const uint64_t back = p.best_window;
+      // Its rate is the reference of a growth from there (none unchecked).
+      p.last_window = back;
+      p.last_rate = p.best_rate;
       p.best_window = 0;  // measured again there before the next trial
       p.best_rate = 0;
       p.hold = p.backoff;
@@ -108,24 +134,39 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
     p.best_window = window_;
     p.best_rate = rate;
   }
+  if (p.recheck_window != 0) {
+    // A growth kept, this window now measured afresh: try the window it grew
+    // from again (if the window still binds; otherwise it costs nothing).
+    const uint64_t back = p.recheck_window;
+    p.recheck_window = 0;
+    if (bound && back < window_) {
+      ++shrinks_;
+      SetWindow(back);
+      p.trial = true;
+      return;
+    }
+  }
   if (p.hold > 0) {
     --p.hold;
     return;
   }
   if (p.up) {
     // Noise can keep a trial that was in fact slower, and nothing else
-    // would bring the window back up: probe one step up, kept only if 5%
-    // faster; then descend again.
+    // would bring the window back up: probe one step up, checked and held
+    // as a growth (each undone shrink would otherwise be another chance
+    // for a growth kept by luck); then descend again.
     p.up = false;
     const uint64_t next = Larger();
-    if (bound && next != window_) {
+    if (bound && next != window_ && p.grow_hold == 0) {
       ++grows_;
       const uint64_t from = window_;
+      const double from_rate = p.best_rate;  // >= rate: set above
       SetWindow(next);
       ResetProbe(s.now_us);
       p.grow_trial = p.grow_probe = true;
+      p.grow_checks = kGrowChecks;
       p.pre_grow_window = from;
-      p.pre_grow_rate = rate;
+      p.pre_grow_rate = from_rate;
       return;
     }
   }
@@ -216,11 +257,12 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
       return;
     }
     ProbeState& p = probe_;
-    if (p.trial || p.grow_hold > 0 || p.grow_trial || (p.measured && p.grew)) {
-      // A trial shrink or a growth is being measured, a growth was undone
-      // lately, or (once a rate was measured) one happened in this period:
-      // the rate decides. Starvation neither undoes the trial (a too small
-      // window shows as a lower rate) nor restarts the generation.
+    if (p.trial || p.grow_hold > 0 || p.grow_trial || p.recheck_window != 0 || (p.measured && p.grew)) {
+      // A trial shrink or a growth is being measured or re-checked, a
+      // growth was undone lately, or (once a rate was measured) one
+      // happened in this period: the rate decides. Starvation neither undoes
+      // the trial (a too small window shows as a lower rate) nor restarts
+      // the generation.
       Probe(s);
       return;
     }
@@ -231,13 +273,16 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
       return;
     }
     ++grows_;
-    // Checked against the rate of the window it grows from, if measured.
+    // Checked, if a rate was measured here, against the best rate known
+    // here (a trial shrink is judged against the best too): this window's
+    // last period's, or the best of the descent it stands in.
     const uint64_t from = window_;
-    const double from_rate = p.last_window == window_ ? p.last_rate : 0;
+    const double from_rate = p.last_window == window_ ? std::max(p.last_rate, p.best_rate) : 0;
     SetWindow(next);
     ResetProbe(s.now_us);
     p.grew = true;
     p.grow_trial = from_rate > 0;
+    p.grow_checks = kGrowChecks;
     p.grow_probe = false;
     p.pre_grow_window = from;
     p.pre_grow_rate = from_rate;

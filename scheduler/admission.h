@@ -12,7 +12,11 @@
 //   txn while the window stops admission, unless every txn admitted since
 //   the last change blocked (a serial chain); until a release rate is
 //   measured at once, then at most once a period, each growth kept only
-//   if the next period's release rate is 5% higher, else undone and held;
+//   if each of the next two periods' release rates is 5% above the best
+//   rate known where it grew from (its last period's, the descent's
+//   best), else undone and held; a growth kept is re-checked: once the
+//   next period has measured the grown window afresh, a trial back to the
+//   window it grew from, judged as a shrink;
 //   once a rate is measured, a starving worker neither undoes a pending
 //   trial nor restarts the generation: the rate decides;
 // - shrink (by 1/16, by 1/4 when most admissions block) after a whole
@@ -21,7 +25,8 @@
 //   worker: a trial, kept only if the next period's release rate is not 3%
 //   below the best of the descent, else undone and the next trial held
 //   (doubling, up to kMaxHoldPeriods);
-//   after an undone trial, a probe one step up, kept only if 5% faster;
+//   after an undone trial, a probe one step up, checked as a growth and
+//   held as one (an undone growth or probe delays the next of either);
 // - a period (the unit of every rate) lasts kClimbPeriodUs and a whole
 //   generation; one in which the input ran out or nothing was released
 //   measures nothing and is discarded;
@@ -160,6 +165,10 @@ class AdmissionController {
     // A growth checked at the next period's end: the window and rate before.
     bool grow_trial = false;
     bool grow_probe = false;     // the growth is a probe up, not a starvation's
+    uint32_t grow_checks = 0;    // periods the growth must still be 5% faster in
+    // A growth kept: the window it grew from, tried again (a trial shrink)
+    // once the next period has measured the grown window; 0: none.
+    uint64_t recheck_window = 0;
     bool up = false;             // the next trial is a probe up (a shrink was undone)
     bool bound = false;          // the window bound in the current period
     bool input_ran_out = false;  // the input ran out in the current period

@@ -318,10 +318,19 @@ TEST_F(Admission, UndoneTrialsBackOff) {
   EXPECT_LE(undone, 30u) << "one trial every other period would be 300";
   EXPECT_LE(c.grows_undone(), undone + 1) << "a probe up after every undone shrink";
   EXPECT_GE(c.grows_undone() + 1, undone);
-  // A starvation grows the window at once, whatever the hold.
-  const uint64_t w = c.window();
-  c.Adjust({.starved = 1, .window_bound = true, .now_us = now_us});
-  EXPECT_GT(c.window(), w);
+  // A starvation grows the window whatever the shrinks' hold, once the
+  // growths' hold (which the undone probes up share) has passed: within
+  // kMaxHoldPeriods periods.
+  for (uint64_t i = 0;; ++i) {
+    ASSERT_LE(i, AdmissionController::kMaxHoldPeriods + 2) << "held too long";
+    const uint64_t w = c.window(), grows = c.grows();
+    c.Adjust({.starved = 1, .window_bound = true, .now_us = now_us});
+    if (c.grows() > grows) {
+      EXPECT_GT(c.window(), w);
+      break;
+    }
+    FedPeriod(&c, rate);
+  }
 }
 
 TEST_F(Admission, GrowthThatLowersTheReleaseRateIsUndoneAndHeld) {
@@ -389,29 +398,40 @@ TEST_F(Admission, AGrowthOnStarvationIsKeptOnlyIfFivePercentFaster) {
 }
 
 TEST_F(Admission, StarvationWhileAGrowthIsCheckedDoesNotRestartTheGeneration) {
-  // The rate rises with the window: the growth is kept, and the generation
-  // completed in its period (a worker starving in the middle of it) asks
-  // for a shrink, which the next period checks in turn.
+  // The rate rises with the window: the growth is checked over two periods,
+  // a worker starving in the middle of each (neither a new growth nor an
+  // undo, and the generations go on), and kept; the next period measures
+  // 96 afresh and the growth is re-checked by a trial back at 64, which is
+  // slower: undone.
   AdmissionController c({.workers = 1, .max_active = 2000});
   auto rate = [](uint64_t w) { return 0.4 * static_cast<double>(std::min<uint64_t>(w, 200)) / 200.0; };
   UnboundPeriod(&c, &now_us, rate(64));
   c.Adjust(Starved());
   ASSERT_EQ(c.window(), 96u);
-  for (int n = 0; n < 6; ++n) c.Adjust(Round(8, 1));
-  c.Adjust(Starved());
-  ASSERT_EQ(c.window(), 96u);
-  for (int n = 0; n < 6; ++n) c.Adjust(Round(8, 1));
-  now_us += AdmissionController::kClimbPeriodUs;
-  c.Adjust({.window_bound = true, .released = Releases(rate(96)), .now_us = now_us});
+  for (int period = 0; period < 2; ++period) {
+    for (int n = 0; n < 6; ++n) c.Adjust(Round(8, 1));
+    c.Adjust(Starved());
+    ASSERT_EQ(c.window(), 96u);
+    for (int n = 0; n < 6; ++n) c.Adjust(Round(8, 1));
+    now_us += AdmissionController::kClimbPeriodUs;
+    c.Adjust({.window_bound = true, .released = Releases(rate(96)), .now_us = now_us});
+  }
   EXPECT_EQ(c.grows_undone(), 0u);
+  EXPECT_EQ(c.window(), 96u);
+  FedPeriod(&c, rate);
   EXPECT_TRUE(c.trying_shrink());
-  EXPECT_EQ(c.window(), 90u);
+  EXPECT_EQ(c.window(), 64u);
+  FedPeriod(&c, rate);
+  EXPECT_EQ(c.window(), 96u) << "slower: the growth stays";
+  EXPECT_EQ(c.shrinks_undone(), 1u);
 }
 
 TEST_F(Admission, OnceARateIsMeasuredTheWindowGrowsOnceAPeriod) {
+  // The rate rises with the window up to 1,000.
   AdmissionController c({.workers = 1, .max_active = 2000});
-  FedPeriod(&c, KneeAt64);  // 64 measured, trial at 60
-  FedPeriod(&c, KneeAt64);  // slower: back to 64
+  auto rate = [](uint64_t w) { return 0.4 * static_cast<double>(std::min<uint64_t>(w, 1000)) / 1000.0; };
+  FedPeriod(&c, rate);  // 64 measured, trial at 60
+  FedPeriod(&c, rate);  // slower: back to 64
   ASSERT_EQ(c.window(), 64u);
   ASSERT_EQ(c.shrinks_undone(), 1u);
   c.Adjust(Starved());
@@ -419,9 +439,16 @@ TEST_F(Admission, OnceARateIsMeasuredTheWindowGrowsOnceAPeriod) {
   c.Adjust(Starved());
   c.Adjust(Starved());
   EXPECT_EQ(c.window(), 96u) << "a burst of starvation is one growth in a period";
-  FedPeriod(&c, Flat);
+  FedPeriod(&c, rate);
   c.Adjust(Starved());
-  EXPECT_EQ(c.window(), 144u) << "the next period may grow it again";
+  EXPECT_EQ(c.window(), 96u) << "the growth is checked over two periods";
+  FedPeriod(&c, rate);  // kept
+  FedPeriod(&c, rate);  // 96 measured afresh: a trial back at 64
+  FedPeriod(&c, rate);  // slower: back to 96
+  ASSERT_EQ(c.window(), 96u);
+  ASSERT_EQ(c.grows_undone(), 0u);
+  c.Adjust(Starved());
+  EXPECT_EQ(c.window(), 144u) << "checked and re-checked: the next period may grow it again";
 }
 
 TEST_F(Admission, WhenAClimbEndsANewDescentBegins) {
