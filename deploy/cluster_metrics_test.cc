@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -231,7 +232,13 @@ TEST(ClusterMetrics, ScrapedCountersParseAndAgreeWithInfo) {
     EXPECT_GT(Sum(m, "detdb_client_frames_good_total"), 0);
     EXPECT_EQ(Sum(m, "detdb_client_frames_good_total"), Sum(m, "detdb_client_requests_total"));
     EXPECT_GT(Sum(m, "detdb_peer_frames_good_total"), 0);
-    EXPECT_EQ(Sum(m, "detdb_peer_frames_good_total"), Sum(m, "detdb_peer_frames_received_total"));
+    // The nodes exchange a frame every epoch, also while the page is
+    // built: a frame taken off the port but not yet checked (or checked
+    // after `received` was read) may sit between the two counters; no
+    // frame is refused (below), so they differ by those in flight only.
+    const double received = Sum(m, "detdb_peer_frames_received_total");
+    const double good = Sum(m, "detdb_peer_frames_good_total");
+    EXPECT_LE(std::abs(received - good), 2) << "received " << received << ", good " << good;
     EXPECT_EQ(Sum(m, "detdb_peer_refused_total"), 0) << m;
     EXPECT_EQ(Sum(m, "detdb_peer_refused_total"), i.at("peer_dropped"));
     EXPECT_EQ(Samples(m, "detdb_peer_refused_total"), 14) << "8 network reasons, 6 engine reasons";
