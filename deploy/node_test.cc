@@ -2,27 +2,31 @@
 // data (HandshakeSettings); two nodes that differ refuse each other with an
 // error naming the setting and both values, instead of dropping each
 // other's batches (a key valid on one is outside the other's rows) or
-// diverging silently.
+// diverging silently. And a restarted node that hears the others run
+// (Hello.running) but cannot rejoin refuses to start, naming why.
 #include "deploy/node.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "deploy/test_cluster.h"
 
 namespace detdb {
 namespace {
 
-pb::ClusterConfig TwoNodes() {
+pb::ClusterConfig Nodes(uint32_t count) {
   pb::ClusterConfig c;
-  c.set_num_partitions(2);
+  c.set_num_partitions(count);
   c.set_epoch_us(1000);
-  for (uint32_t i = 0; i < 2; ++i) {
+  for (uint32_t i = 0; i < count; ++i) {
     pb::NodeConfig* n = c.add_nodes();
     n->set_id(i);
     n->set_host("127.0.0.1");
@@ -33,6 +37,8 @@ pb::ClusterConfig TwoNodes() {
   return c;
 }
 
+pb::ClusterConfig TwoNodes() { return Nodes(2); }
+
 NodeOptions Options(const pb::ClusterConfig& c, uint32_t id) {
   NodeOptions o;
   o.config = c;
@@ -41,6 +47,16 @@ NodeOptions Options(const pb::ClusterConfig& c, uint32_t id) {
   o.engine.lock.table_size = 1024;
   o.handshake_timeout = std::chrono::seconds(30);
   return o;
+}
+
+// Starts the nodes at once (each on a thread); returns their Start()
+// results. The nodes keep running: the caller stops them.
+std::vector<absl::Status> StartTogether(const std::vector<Node*>& nodes) {
+  std::vector<absl::Status> out(nodes.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < nodes.size(); ++i) threads.emplace_back([&, i] { out[i] = nodes[i]->Start(); });
+  for (std::thread& t : threads) t.join();
+  return out;
 }
 
 // Starts both nodes at once; returns their Start() results.
@@ -120,6 +136,70 @@ TEST(NodeHandshake, EqualSettingsStart) {
   ASSERT_EQ(s.size(), 2u);
   EXPECT_TRUE(s[0].ok()) << s[0];
   EXPECT_TRUE(s[1].ok()) << s[1];
+}
+
+// Review 1 finding 8f: Hello.running through the real Node, other than a
+// rejoin that succeeds (cluster_rejoin_test). A node restarted without
+// --data_dir while the other runs hears from the running node's answer to
+// its new Hello that the cluster runs, and refuses to start (its data is
+// gone) rather than start a cluster of its own; the running node stays
+// ready.
+TEST(NodeRejoin, ANodeRestartedWithoutADataDirWhileTheOtherRunsIsRefused) {
+  const pb::ClusterConfig c = TwoNodes();
+  auto n0 = Node::Create(Options(c, 0));
+  auto n1 = Node::Create(Options(c, 1));
+  ASSERT_TRUE(n0.ok()) << n0.status();
+  ASSERT_TRUE(n1.ok()) << n1.status();
+  for (const absl::Status& s : StartTogether({n0->get(), n1->get()})) ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE((*n1)->Stop(std::chrono::milliseconds(100)).ok());  // node 1's process dies
+  n1->reset();
+  auto again = Node::Create(Options(c, 1));
+  ASSERT_TRUE(again.ok()) << again.status();
+  const absl::Status s = (*again)->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("node 1 restarted while the other nodes run, without --data_dir"), std::string::npos)
+      << s;
+  EXPECT_FALSE((*again)->ready());
+  EXPECT_TRUE((*n0)->ready());
+  EXPECT_TRUE((*again)->Stop(std::chrono::milliseconds(100)).ok());
+  EXPECT_TRUE((*n0)->Stop(std::chrono::milliseconds(100)).ok());
+}
+
+// Two of three nodes restarted at once while the third runs: each hears
+// that node 0 runs and that the other restarted one starts (neither
+// running nor rejoining), and refuses (a rejoin takes one restarted node
+// at a time) naming both, rather than rejoin on a node that has not
+// caught up.
+TEST(NodeRejoin, TwoNodesRestartedAtOnceWhileAThirdRunsAreBothRefused) {
+  const pb::ClusterConfig c = Nodes(3);
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (uint32_t i = 0; i < 3; ++i) {
+    auto n = Node::Create(Options(c, i));
+    ASSERT_TRUE(n.ok()) << n.status();
+    nodes.push_back(std::move(*n));
+  }
+  for (const absl::Status& s : StartTogether({nodes[0].get(), nodes[1].get(), nodes[2].get()}))
+    ASSERT_TRUE(s.ok()) << s;
+  for (uint32_t i : {1u, 2u}) {  // both processes die
+    ASSERT_TRUE(nodes[i]->Stop(std::chrono::milliseconds(100)).ok());
+    nodes[i].reset();
+  }
+  for (uint32_t i : {1u, 2u}) {
+    auto n = Node::Create(Options(c, i));
+    ASSERT_TRUE(n.ok()) << n.status();
+    nodes[i] = std::move(*n);
+  }
+  const std::vector<absl::Status> s = StartTogether({nodes[1].get(), nodes[2].get()});
+  for (uint32_t i : {1u, 2u}) {
+    const absl::Status& r = s[i - 1];
+    EXPECT_EQ(r.code(), absl::StatusCode::kFailedPrecondition) << r;
+    EXPECT_NE(r.message().find(absl::StrCat("node(s) 0 run while node(s) ", 3 - i, " start as this node ", i)),
+              std::string::npos)
+        << r;
+    EXPECT_FALSE(nodes[i]->ready());
+  }
+  EXPECT_TRUE(nodes[0]->ready());
+  for (auto& n : nodes) EXPECT_TRUE(n->Stop(std::chrono::milliseconds(100)).ok());
 }
 
 }  // namespace

@@ -87,16 +87,19 @@ absl::StatusOr<std::optional<ClusterClock>> ZmqPeerNet::running_cluster() {
   return clock;
 }
 
-void ZmqPeerNet::OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool restarted) {
+void ZmqPeerNet::OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool answer) {
   Peer* peer = node < peers_.size() ? peers_[node].get() : nullptr;
   if (peer == nullptr) return;
   pb::PeerMessage hello;
-  if (restarted) hello = MakeHello();  // before p->mu: MakeHello takes hello_mu_
+  if (answer) hello = MakeHello();  // before p->mu: MakeHello takes hello_mu_
   std::lock_guard<std::mutex> l(peer->mu);
   peer->to_incarnation = incarnation;
-  if (!restarted || peer->push == nullptr) return;
-  // Its expectation of our frames starts at 1 again; our Hello first, so
-  // that it hears us (and whether we run) before anything else.
+  if (!answer || peer->push == nullptr) return;
+  // Our Hello first, so that it hears us (and whether we run) before
+  // anything else, numbered from 1: every frame we sent it before was for
+  // another incarnation of it, or for none (to_incarnation 0: stale there),
+  // except our first Hello, which this one repeats (Handle takes a repeated
+  // Hello without counting it).
   peer->next_seq = 1;
   peer->stamped = 0;
   peer->checkpoint_stamped = 0;
@@ -178,7 +181,12 @@ void ZmqPeerNet::TakeHello(const pb::PeerMessage& m, bool heard, bool restarted)
     LOG(WARNING) << "node " << from << " restarted (incarnation " << m.incarnation()
                  << "): taking its frames from 1 again and answering its hello (it rejoins if we run)";
   }
-  if (heard) OnPeerIncarnation(from, m.incarnation(), restarted);
+  // Answered: a restarted peer, and a peer that has not heard us when it
+  // said hello (to_incarnation 0). Our Hello may have gone to its earlier
+  // process only (which consumed it and died, or never ran); without an
+  // answer it would never hear us and time out in its handshake (review 2
+  // finding 7). At a cluster start both nodes answer each other once.
+  if (heard) OnPeerIncarnation(from, m.incarnation(), restarted || m.to_incarnation() == 0);
   std::lock_guard<std::mutex> l(hello_mu_);
   if (m.hello().epoch_us() != options_.epoch_us)
     hello_error_ = absl::StrCat("node ", m.from_node(), " runs with epoch_us ", m.hello().epoch_us(), ", we with ",
@@ -213,6 +221,9 @@ void ZmqPeerNet::TakeHello(const pb::PeerMessage& m, bool heard, bool restarted)
     running_of_[m.from_node()] = m.hello().running();
     rejoining_of_[m.from_node()] = m.hello().rejoining();
     clock_of_[m.from_node()] = ClusterClock{m.hello().start_us(), m.hello().clock_origin_epoch()};
+  } else if (m.to_incarnation() == incarnation_) {
+    // Its answer to our Hello, whose first Hello we had heard already.
+    VLOG(1) << "node " << m.from_node() << " answered our hello; heard it already";
   } else {
     LOG(WARNING) << "node " << m.from_node() << " said hello again in the same incarnation; ignored";
   }

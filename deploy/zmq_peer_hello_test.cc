@@ -1,13 +1,16 @@
 // ZmqPeerNet over real sockets on 127.0.0.1: incarnations and the Hello
 // around a restart (a restarted peer is taken again and told whether the
-// cluster runs; a restart while another node rejoins is refused), the
+// cluster runs, and so is a peer whose first Hello had not heard us; a
+// restart while another node rejoins is refused), the
 // running peers' cluster clock checked (one clock, not in the future), the
 // incarnation persisted in the data dir, and the peer protocol version.
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -154,6 +157,100 @@ TEST(ZmqPeerNet, ARestartWhileAnotherNodeStillRejoinsIsRefused) {
   EXPECT_EQ((*running)->start_us, 12345u);
   EXPECT_EQ((*running)->origin_epoch, 7u);
   p.net[1]->Stop();
+}
+
+// Review 2 finding 7: node 0 runs but never heard node 1's old process,
+// which consumed node 0's only Hello and died before answering (here a
+// bare socket on node 1's port stands in for it). Node 1's new process
+// says hello without having heard node 0 (to_incarnation 0): node 0
+// answers it, numbering its frames to it from 1 again, so that the new
+// process hears that the cluster runs, and loses no frame. Without the
+// answer its handshake times out (a second restart would have worked).
+TEST(ZmqPeerNet, AFirstHelloThatHasNotHeardUsIsAnswered) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  zmq::context_t ctx;  // the old process's
+  auto old_process = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::pull);
+  old_process->set(zmq::sockopt::linger, 0);
+  old_process->bind("tcp://127.0.0.1:" + std::to_string(c.nodes(1).peer_port()));
+  Recorder rec0;
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = 0;
+  o.epoch_us = 1000;
+  auto n0 = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n0.ok()) << n0.status();
+  std::unique_ptr<ZmqPeerNet> running = std::move(*n0);
+  running->SetHandler(&rec0);
+  running->RegisterReceiver(0, &rec0);
+  running->SetRecoveredEpoch(0);
+  running->Start();
+  running->SetRunning(ClusterClock{12345, 7});
+  zmq::message_t frame;
+  ASSERT_TRUE(old_process->recv(frame, zmq::recv_flags::none));  // blocks until node 0's Hello came
+  pb::PeerMessage consumed;
+  ASSERT_TRUE(consumed.ParseFromArray(frame.data(), static_cast<int>(frame.size())));
+  ASSERT_TRUE(consumed.has_hello());
+  EXPECT_EQ(consumed.seq(), 1u);
+  old_process.reset();  // killed before it answered
+  ctx.close();          // its port is free once its context is closed
+
+  Recorder fresh;
+  o.node_id = 1;
+  auto n1 = ZmqPeerNet::Create(o);
+  ASSERT_TRUE(n1.ok()) << n1.status();
+  std::unique_ptr<ZmqPeerNet> restarted = std::move(*n1);
+  restarted->SetHandler(&fresh);
+  restarted->RegisterReceiver(1, &fresh);
+  restarted->SetRecoveredEpoch(0);
+  restarted->Start();
+  auto h = restarted->Handshake(milliseconds(20000));
+  ASSERT_TRUE(h.ok()) << h.status() << " (node 0 never answered the new Hello)";
+  auto cluster = restarted->running_cluster();
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ASSERT_TRUE(cluster->has_value());
+  EXPECT_EQ((*cluster)->start_us, 12345u);
+  // Node 0's frames to the new process are numbered from 1 again: none lost.
+  pb::Batch b;
+  b.set_sequencer_id(0);
+  b.set_epoch(1);
+  running->SendBatch(1, b);
+  for (int i = 0; i < 2000 && fresh.total() < 1; ++i) std::this_thread::sleep_for(milliseconds(5));
+  {
+    std::lock_guard<std::mutex> l(fresh.mu);
+    EXPECT_EQ(fresh.epochs, (std::vector<uint64_t>{1}));
+  }
+  EXPECT_EQ(restarted->stats().lost, 0u);
+  EXPECT_EQ(restarted->stats().dropped, 0u);
+  EXPECT_EQ(running->stats().restarts, 0u) << "node 0 never heard the old process";
+  restarted->Stop();
+  running->Stop();
+}
+
+// Both nodes of a cluster start answer each other's first Hello (neither
+// had heard the other when it said hello): the repeated Hello is taken
+// quietly, not counted as stale or dropped, and neither side's frame
+// sequence has a gap.
+TEST(ZmqPeerNet, TheAnswersAtAClusterStartAreNeitherStaleNorAGap) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  pb::Batch b;
+  for (uint32_t n = 0; n < 2; ++n) {
+    b.set_sequencer_id(n);
+    b.set_epoch(1);
+    p.net[n]->SendBatch(1 - n, b);
+  }
+  for (int i = 0; i < 2000 && (p.rec[0].total() < 1 || p.rec[1].total() < 1); ++i)
+    std::this_thread::sleep_for(milliseconds(5));
+  for (uint32_t n = 0; n < 2; ++n) {
+    EXPECT_EQ(p.rec[n].total(), 1u);
+    const ZmqPeerNetStats s = p.net[n]->stats();
+    EXPECT_EQ(s.dropped, 0u) << "node " << n;
+    EXPECT_EQ(s.lost, 0u) << "node " << n;
+    EXPECT_EQ(s.good, s.received) << "node " << n;
+  }
 }
 
 // A Hello as a running peer of this binary sends it (frame 1 of a new

@@ -365,7 +365,12 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
     expected_seq_[from] = 1;  // its frames are numbered from 1 again
   }
   uint64_t& expected = expected_seq_[m.from_node()];
-  if (m.seq() < expected) {
+  // A Hello again in the sender's incarnation: its answer to our first
+  // Hello, numbered 1 again (OnPeerIncarnation), which crossed its own
+  // first Hello. Taken (TakeHello ignores it) without moving the
+  // expectation: it carries nothing new, and the sender's next frame is 2.
+  const bool hello_again = m.has_hello() && !heard && m.seq() < expected;
+  if (m.seq() < expected && !hello_again) {
     // A resent or replayed frame: dropped, and the expectation stays
     // (moving it back would take every later copy again).
     return drop(PeerDrop::kStale, absl::StrCat("frame ", m.seq(), " from node ", m.from_node(),
@@ -377,7 +382,7 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
                << " (a connection broke with frames in flight): this node cannot go on past the gap; "
                   "restart the cluster";
   }
-  expected = m.seq() + 1;
+  if (!hello_again) expected = m.seq() + 1;
   if (m.durable_epoch() > peer_durable_[m.from_node()]) {
     peer_durable_[m.from_node()] = m.durable_epoch();
     handler_->OnPeerDurable(m.from_node(), m.durable_epoch());

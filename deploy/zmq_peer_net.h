@@ -23,7 +23,10 @@
 //         newer incarnation of a peer (it restarted) is taken: its frames
 //         are numbered from 1 again, our frames to it too, and we answer
 //         with our own Hello (saying whether we run, and the cluster's
-//         clock: a restarted node then rejoins, Engine::Rejoin). Frames of
+//         clock: a restarted node then rejoins, Engine::Rejoin). A first
+//         Hello sent before its sender heard us (to_incarnation 0) is
+//         answered alike: ours may have reached only an earlier process of
+//         it. Frames of
 //         an older incarnation of the sender, or for an older incarnation
 //         of this node (queued while it was down), are stale: dropped.
 //         With options.curve the peer port is a CURVE server that admits
@@ -256,10 +259,11 @@ class ZmqPeerNet final : public PeerLink {
   void SendLocked(uint32_t node, Peer* peer, pb::PeerMessage* msg);
   // Our Hello (with the running cluster's clock once SetRunning was called).
   pb::PeerMessage MakeHello();
-  // A peer's Hello named an incarnation: the first we hear of it (restarted
-  // false) or a newer one. Our frames to it carry it from now on; after a
-  // restart they are numbered from 1 again and begin with our Hello.
-  void OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool restarted);
+  // A peer's Hello named an incarnation: the first we hear of it or a
+  // newer one. Our frames to it carry it from now on; answer (the peer
+  // restarted, or had not heard us: review 2 finding 7): they are numbered
+  // from 1 again and begin with our Hello.
+  void OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool answer);
   // A Hello that passed Handle's checks (receive thread): heard, the first
   // of the sender's incarnation; restarted, of a newer one than before.
   // Takes its settings, log, checkpoints and clock (zmq_peer_hello.cc).

@@ -80,20 +80,22 @@ void PeerRetention::OnReceivedBatch(uint32_t node, std::shared_ptr<const pb::Bat
 void PeerRetention::OnSentReads(uint32_t node, PartitionId to, const pb::RemoteReads& msg) {
   const uint64_t epoch = EpochBatcher::IdEpoch(msg.txn_id());
   const uint64_t bytes = msg.ByteSizeLong() + kOverhead;
+  auto kept = std::make_shared<const pb::RemoteReads>(msg);  // the copy before the lock
   Node& n = *nodes_.at(node);
   std::lock_guard<std::mutex> l(n.mu);
   if (epoch < n.kept_from) return;
-  n.messages[epoch].reads.emplace_back(to, msg);
+  n.messages[epoch].reads.push_back(KeptReads{to, std::move(kept), bytes});
   ChargeLocked(&n, node, bytes);
 }
 
 void PeerRetention::OnSentResult(uint32_t node, const pb::TxnResult& result) {
   const uint64_t epoch = EpochBatcher::IdEpoch(result.txn_id());
   const uint64_t bytes = result.ByteSizeLong() + kOverhead;
+  auto kept = std::make_shared<const pb::TxnResult>(result);
   Node& n = *nodes_.at(node);
   std::lock_guard<std::mutex> l(n.mu);
   if (epoch < n.kept_from) return;
-  n.messages[epoch].results.push_back(result);
+  n.messages[epoch].results.push_back(KeptResult{std::move(kept), bytes});
   ChargeLocked(&n, node, bytes);
 }
 
@@ -119,8 +121,8 @@ void PeerRetention::ChargeLocked(Node* n, uint32_t node, uint64_t bytes) {
 void PeerRetention::TrimLocked(Node* n) {
   while (!n->messages.empty() && n->messages.begin()->first < n->kept_from) {
     uint64_t bytes = 0;
-    for (const auto& [to, r] : n->messages.begin()->second.reads) bytes += r.ByteSizeLong() + kOverhead;
-    for (const pb::TxnResult& r : n->messages.begin()->second.results) bytes += r.ByteSizeLong() + kOverhead;
+    for (const KeptReads& r : n->messages.begin()->second.reads) bytes += r.bytes;
+    for (const KeptResult& r : n->messages.begin()->second.results) bytes += r.bytes;
     n->bytes -= std::min(n->bytes, bytes);
     message_bytes_.fetch_sub(bytes, std::memory_order_relaxed);  // charged alike (ChargeLocked)
     n->messages.erase(n->messages.begin());
@@ -175,28 +177,35 @@ std::vector<std::shared_ptr<const pb::Batch>> PeerRetention::ReceivedAfter(uint3
 PeerRetention::Messages PeerRetention::MessagesFrom(uint32_t node, uint64_t from, uint64_t max_bytes,
                                                     uint64_t until) const {
   const Node& n = *nodes_.at(node);
-  std::lock_guard<std::mutex> l(n.mu);
   Messages out;
-  out.through = from;
-  uint64_t bytes = 0;
-  auto it = n.messages.lower_bound(from);
-  for (; it != n.messages.end(); ++it) {
-    if (it->first >= until) {
-      out.through = std::max(from, until);  // nothing kept in [through, until)
-      break;
+  std::vector<KeptReads> reads;          // the snapshot: pointers, copied below
+  std::vector<KeptResult> results;
+  {
+    std::lock_guard<std::mutex> l(n.mu);
+    out.through = from;
+    uint64_t bytes = 0;
+    auto it = n.messages.lower_bound(from);
+    for (; it != n.messages.end(); ++it) {
+      if (it->first >= until) {
+        out.through = std::max(from, until);  // nothing kept in [through, until)
+        break;
+      }
+      if (bytes >= max_bytes && bytes > 0) break;
+      for (const KeptReads& r : it->second.reads) bytes += r.bytes;
+      for (const KeptResult& r : it->second.results) bytes += r.bytes;
+      reads.insert(reads.end(), it->second.reads.begin(), it->second.reads.end());
+      results.insert(results.end(), it->second.results.begin(), it->second.results.end());
+      out.through = it->first + 1;
     }
-    if (bytes >= max_bytes && bytes > 0) break;
-    for (const auto& r : it->second.reads) {
-      out.reads.push_back(r);
-      bytes += r.second.ByteSizeLong() + kOverhead;
-    }
-    for (const pb::TxnResult& r : it->second.results) {
-      out.results.push_back(r);
-      bytes += r.ByteSizeLong() + kOverhead;
-    }
-    out.through = it->first + 1;
+    out.done = it == n.messages.end();
   }
-  out.done = it == n.messages.end();
+  // Without the lock: the kept messages are immutable, and the pointers
+  // hold them even if they are dropped meanwhile.
+  if (copy_hook_) copy_hook_();
+  out.reads.reserve(reads.size());
+  for (const KeptReads& r : reads) out.reads.emplace_back(r.to, *r.msg);
+  out.results.reserve(results.size());
+  for (const KeptResult& r : results) out.results.push_back(*r.msg);
   return out;
 }
 

@@ -38,6 +38,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -86,8 +87,15 @@ class PeerRetention {
   };
   // The kept messages for node of epochs from `from` on and below `until`,
   // whole epochs, at least one epoch (if any is kept below until) and about
-  // max_bytes at most.
+  // max_bytes at most. A snapshot: the node's mutex is held only to pick
+  // the messages (a pointer each); they are copied after it is released
+  // (review 1 finding 14: senders to that node do not wait for the copy),
+  // and messages kept or dropped meanwhile do not change the answer.
   Messages MessagesFrom(uint32_t node, uint64_t from, uint64_t max_bytes, uint64_t until = UINT64_MAX) const;
+  // Called by MessagesFrom after it released the node's mutex and before it
+  // copies (tests: a send that must not wait for the copy). REQUIRES: no
+  // MessagesFrom running.
+  void SetCopyHook(std::function<void()> hook) { copy_hook_ = std::move(hook); }
 
   uint64_t message_bytes() const { return message_bytes_.load(std::memory_order_relaxed); }
   // Batches (sent and received parts) kept now, and their serialized bytes.
@@ -96,9 +104,20 @@ class PeerRetention {
   uint64_t dropped_messages() const { return dropped_messages_.load(std::memory_order_relaxed); }
 
  private:
+  // A kept message: immutable once kept, shared with MessagesFrom's
+  // snapshots; bytes as charged (its serialized size + kOverhead).
+  struct KeptReads {
+    PartitionId to = 0;
+    std::shared_ptr<const pb::RemoteReads> msg;
+    uint64_t bytes = 0;
+  };
+  struct KeptResult {
+    std::shared_ptr<const pb::TxnResult> msg;
+    uint64_t bytes = 0;
+  };
   struct Kept {
-    std::vector<std::pair<PartitionId, pb::RemoteReads>> reads;
-    std::vector<pb::TxnResult> results;
+    std::vector<KeptReads> reads;
+    std::vector<KeptResult> results;
   };
   struct KeptBatch {
     std::shared_ptr<const pb::Batch> batch;
@@ -128,6 +147,7 @@ class PeerRetention {
   const uint32_t self_;
   const uint64_t max_message_bytes_;
   std::vector<std::unique_ptr<Node>> nodes_;  // by node id; null for self
+  std::function<void()> copy_hook_;          // set while no MessagesFrom runs
   std::atomic<uint64_t> message_bytes_{0}, dropped_messages_{0}, batches_{0}, batch_bytes_{0};
 };
 

@@ -1,6 +1,9 @@
 // PeerRetention: what a node keeps for a peer's rejoin, and when it lets go.
 #include "scheduler/peer_retention.h"
 
+#include <string>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "sequencer/epoch_batcher.h"
@@ -183,6 +186,55 @@ TEST(PeerRetention, StartAfterTheAnchorKeepsFromTheAnchor) {
   EXPECT_TRUE(r.MessagesFrom(1, 1, 1 << 20).results.empty());
   r.Start(20);  // a later start still raises it
   EXPECT_EQ(r.kept_from(1), 20u);
+}
+
+// Review 1 finding 14: MessagesFrom holds the node's mutex only to pick
+// the messages and copies them after releasing it. The copy hook runs in
+// between: another thread (a worker sending to the same node) keeps more
+// messages, one of an epoch being answered, and the anchor drops every
+// epoch being answered; it finishes there (with the mutex held over the
+// copy it would wait for it forever). The answer is the snapshot taken
+// before, whole, and the bytes kept are accounted as charged.
+TEST(PeerRetention, MessagesFromCopiesASnapshotAfterReleasingTheNodesMutex) {
+  PeerRetention r(2, /*self=*/0, 1 << 20);
+  r.Start(1);
+  for (uint64_t e = 1; e <= 3; ++e)
+    for (uint32_t i = 0; i < 4; ++i) {
+      r.OnSentReads(1, /*to=*/1, Reads(e, 0, i, 5));
+      r.OnSentResult(1, Result(e, 0, i));
+    }
+  const uint64_t kept_bytes = r.message_bytes();
+  bool sent_meanwhile = false;
+  r.SetCopyHook([&] {
+    std::thread worker([&] {
+      r.OnSentReads(1, 1, Reads(2, 0, 9, 5));
+      r.OnSentResult(1, Result(3, 0, 9));
+      r.SetAnchor(3);  // drops epochs 1..3, those being copied too
+    });
+    worker.join();
+    sent_meanwhile = true;
+  });
+  PeerRetention::Messages m = r.MessagesFrom(1, 1, 1 << 20);
+  EXPECT_TRUE(sent_meanwhile);
+  ASSERT_EQ(m.reads.size(), 12u) << "the snapshot, without the read kept meanwhile";
+  ASSERT_EQ(m.results.size(), 12u);
+  for (uint64_t e = 1; e <= 3; ++e)
+    for (uint32_t i = 0; i < 4; ++i) {
+      const size_t k = (e - 1) * 4 + i;
+      EXPECT_EQ(m.reads[k].first, 1u);
+      EXPECT_EQ(m.reads[k].second.txn_id(), EpochBatcher::EpochSequencerId(e, 0, i));
+      ASSERT_EQ(m.reads[k].second.reads_size(), 5);
+      EXPECT_EQ(m.reads[k].second.reads(4).value(), std::string(8, 'v'));
+      EXPECT_EQ(m.results[k].txn_id(), EpochBatcher::EpochSequencerId(e, 0, i));
+      EXPECT_EQ(m.results[k].result(), "ok");
+    }
+  EXPECT_EQ(m.through, 4u);
+  EXPECT_TRUE(m.done);
+  EXPECT_GT(kept_bytes, 0u);
+  EXPECT_EQ(r.message_bytes(), 0u) << "what was kept, and kept meanwhile, is dropped as charged";
+  EXPECT_EQ(r.kept_from(1), 4u);
+  r.SetCopyHook(nullptr);
+  EXPECT_TRUE(r.MessagesFrom(1, 1, 1 << 20).reads.empty());
 }
 
 }  // namespace
