@@ -80,7 +80,7 @@ void RunThread(const StagedBenchOptions& o, uint64_t seed, std::atomic<uint32_t>
     for (Key k : st->local_writes) {
       char* v = st->arena.Allocate(o.value_bytes);
       std::memcpy(v, record.data(), o.value_bytes);
-      st->writes.push_back({k, v, o.value_bytes, false});
+      st->writes.push_back({k, v, o.value_bytes, false, nullptr});
     }
     active.push_back(st);
   };

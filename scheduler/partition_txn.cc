@@ -157,6 +157,44 @@ class TxnExecutor::ExecContext final : public TxnContext {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<absl::Span<char>> Update(Key key) override {
+    // Read's checks first, then Write's, as a Read and a Write would fail.
+    const PartitionTxn::Value* v = FindRead(key);
+    if (v == nullptr && !Covered(key, /*for_write=*/false))
+      return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
+    if (BufferedWrite* w = FindWrite(key)) {  // written before: go on from there
+      if (scan_depth_ > 0) return WriteInScan();
+      if (w->erase) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+      return absl::Span<char>(w->value, w->size);
+    }
+    // The txn's view of the key, as Read sees it, and its record if local.
+    std::string_view value;
+    Record* record = nullptr;
+    if (v != nullptr) {
+      if (!v->found) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+      value = v->view();
+      record = v->record;
+    } else {  // a covered key
+      absl::StatusOr<std::string_view> r = Read(key);
+      if (!r.ok()) return r.status();
+      value = *r;
+      // Read found it in this partition's store; the cover's lock keeps the
+      // record in place until release.
+      record = store_->Get(key);
+    }
+    absl::Status s = CheckWrite(key);
+    if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
+    if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, &value);
+    if (!s.ok()) return s;
+    if (record == nullptr) store_->Prefetch(key);  // its bucket, for the apply (as Write)
+    BufferedWrite& w = NewWrite(key);
+    w.value = st_->arena.Allocate(value.size());
+    w.size = static_cast<uint32_t>(value.size());
+    std::memcpy(w.value, value.data(), value.size());
+    w.record = record;
+    return absl::Span<char>(w.value, w.size);
+  }
+
   void Prefetch(std::span<const Key> keys) override {
     for (Key k : keys) store_->Prefetch(k);        // every bucket at once,
     for (Key k : keys) store_->PrefetchRecord(k);  // then every first record
@@ -245,9 +283,13 @@ class TxnExecutor::ExecContext final : public TxnContext {
   }
   BufferedWrite& Buffer(Key key) {
     if (BufferedWrite* w = FindWrite(key)) return *w;
+    return NewWrite(key);
+  }
+  // REQUIRES: FindWrite(key) == nullptr.
+  BufferedWrite& NewWrite(Key key) {
     st_->write_filter |= WriteBit(key);
     if (st_->indexed) st_->write_index.emplace(key, static_cast<uint32_t>(st_->writes.size()));
-    st_->writes.push_back(BufferedWrite{key, nullptr, 0, false});
+    st_->writes.push_back(BufferedWrite{key, nullptr, 0, false, nullptr});
     return st_->writes.back();
   }
 
@@ -329,14 +371,14 @@ void TxnExecutor::ReadLocal(PartitionTxn* st) const {
   for (Key k : st->local_reads) store_->Prefetch(k);
   for (Key k : st->local_reads) store_->PrefetchRecord(k);
   for (Key k : st->local_reads) {
-    const Record* r = store_->Get(k);
+    Record* r = store_->Get(k);
     if (r == nullptr) {
       st->reads.push_back({k, false, nullptr, 0, std::string()});
     } else {
       const Table* t = store_->GetTable(KeyTable(k));
       // The procedure will read the value: start loading all its lines now.
       for (uint32_t off = 0; off < t->value_size(); off += 64) __builtin_prefetch(r->value() + off, 0);
-      st->reads.push_back({k, true, r->value(), t->value_size(), std::string()});
+      st->reads.push_back({k, true, r->value(), t->value_size(), std::string(), r});
     }
   }
 }
@@ -405,8 +447,9 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent
     }
   }
   if (s.ok()) {
-    // Apply the local writes (Write() prefetched their buckets; prefetching
-    // their first records here as well measured no better). A txn's rows of
+    // Apply the local writes (an Update of a local read carries its record;
+    // Write() prefetched the others' buckets; prefetching their first
+    // records here as well measured no better). A txn's rows of
     // an ordered table are often adjacent (New-Order's lines): a hint per
     // table lets each insert start at the leaf of the one before.
     struct TableHint {
@@ -425,6 +468,10 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent
       return nullptr;
     };
     for (const auto& w : st->writes) {
+      if (w.record != nullptr && !w.erase) {  // an Update of a record read here: no lookup
+        std::memcpy(w.record->value(), w.value, w.size);
+        continue;
+      }
       if (partitioner_->PartitionOf(w.key) != self_) continue;
       if (w.erase) {
         store_->Erase(w.key);

@@ -109,6 +109,10 @@ struct PartitionTxn {
     const char* data;  // local: the record's value; remote: nullptr, or staged its copy
     uint32_t size;
     std::string bytes;  // remote reads only (staged: copied to the arena, `data` set)
+    // A local read's record (data == record->value()), else nullptr. Its
+    // address holds until release, like `data`: a write through it needs no
+    // second lookup (TxnContext::Update).
+    Record* record = nullptr;
     std::string_view view() const { return data != nullptr ? std::string_view(data, size) : std::string_view(bytes); }
   };
   TxnArena* const staged;
@@ -127,6 +131,12 @@ struct PartitionTxn {
     char* value;  // value_size bytes in `arena`
     uint32_t size;
     bool erase;   // a Delete
+    // The key's record when the value came from a local read of it
+    // (TxnContext::Update): the apply writes into it without a lookup. The
+    // txn's lock keeps the record in place, and its own Delete is buffered
+    // in this same entry, so when the final state is a value the record is
+    // still the key's. nullptr: the apply finds or inserts the record.
+    Record* record;
   };
   std::pmr::vector<BufferedWrite> writes;              // buffered by the procedure
   // One bit per buffered key (WriteBit): a key whose bit is clear has no

@@ -21,6 +21,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "common/types.h"
 #include "proto/detdb.pb.h"
 
@@ -41,6 +42,22 @@ class TxnContext {
   // Removes `key`'s record (if any) when the procedure returns OK; a later
   // Write of the key in the same txn puts it back. Same rules as Write.
   virtual absl::Status Delete(Key key) = 0;
+  // A read-modify-write of a whole record without copying it out and back:
+  // the key's buffered write, writable in place (8-byte aligned, the
+  // table's record size), applied when the procedure returns OK as a Write
+  // would be. The first Update of a key fills the buffer with the txn's
+  // view of it (Read's: the stored value of a declared read, or a covered
+  // key's); a later Update of the same key, or one after a Write of it,
+  // returns the same buffer with what the txn has put there so far (unlike
+  // Read of a declared key, which always sees the stored value). The
+  // bytes are valid until the procedure returns; a later Write of the key
+  // overwrites its bytes, and after a Delete of the key they are no longer
+  // the key's value. Errors, in the order a Read then a Write would give
+  // them: Read's (InvalidArgument if the key is not readable,
+  // FailedPrecondition for a covered key of another partition, NotFound if
+  // there is no record or the txn deleted it), then Write's (the key must
+  // be written: declared or covered; not during a Scan's visit).
+  virtual absl::StatusOr<absl::Span<char>> Update(Key key) = 0;
   // The value of `key` in a replicated, read-only table (loaded on every
   // partition, never written afterwards: e.g. TPC-C's ITEM), from this
   // partition's copy, without a lock. NotFound if there is no record.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <utility>
 
@@ -58,6 +59,29 @@ class SerialContext final : public TxnContext {
     w.value.clear();
     w.erase = true;
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<absl::Span<char>> Update(Key key) override {
+    // Read's checks first, then Write's, as a Read and a Write would fail.
+    const bool declared_read = std::binary_search(reads_.begin(), reads_.end(), key);
+    if (!declared_read && !Covered(key, /*for_write=*/false))
+      return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
+    if (auto it = write_index_.find(key); it != write_index_.end()) {  // written before: go on from there
+      if (scan_depth_ > 0) return WriteInScan();
+      BufferedWrite& w = writes_[it->second];
+      if (w.erase) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+      return absl::Span<char>(w.value.data(), w.value.size());
+    }
+    absl::StatusOr<std::string_view> v = Read(key);
+    if (!v.ok()) return v.status();
+    absl::Status s = CheckWrite(key);
+    if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
+    if (s.ok()) s = CheckWriteTarget(stores_[partitioner_->PartitionOf(key)]->GetTable(KeyTable(key)), key, &*v);
+    if (!s.ok()) return s;
+    BufferedWrite& w = Buffer(key);
+    w.value.assign(v->data(), v->size());
+    w.erase = false;
+    return absl::Span<char>(w.value.data(), w.value.size());
   }
 
   absl::StatusOr<std::string_view> ReadReplicated(Key key) override {
@@ -139,7 +163,7 @@ class SerialContext final : public TxnContext {
   const RangeCover range_cover_;
   const std::vector<PartitionStore*>& stores_;
   std::vector<Key> reads_, declared_writes_;  // sorted
-  std::vector<BufferedWrite> writes_;
+  std::deque<BufferedWrite> writes_;  // a deque: Update's pointers into values stay put
   absl::flat_hash_map<Key, size_t> write_index_;
   int scan_depth_ = 0;  // Scans whose visits run now (nested ones too): no Write or Delete
 };

@@ -8,19 +8,25 @@
 //    result and the abort decision depend only on the txn and its declared
 //    reads, never on which partition runs the procedure.
 //  - Reads of declared keys do not see the txn's own writes (covered reads
-//    do), so a row written twice in one txn (a STOCK row of an item ordered
-//    twice) is tracked here.
+//    do). A row read and written whole is changed in place through
+//    TxnContext::Update (one copy into the write buffer, and the apply
+//    writes through the record found by the read), whose second call for a
+//    key sees the first one's changes (a STOCK row of an item ordered
+//    twice).
 #include "workloads/tpcc/procedures.h"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <new>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "workloads/tpcc/schema.h"
 #include "proto/tpcc.pb.h"
 
@@ -49,6 +55,19 @@ absl::Status ReadRow(TxnContext* ctx, Key key, Row* row) {
 template <typename Row>
 absl::Status WriteRow(TxnContext* ctx, Key key, const Row& row) {
   return ctx->Write(key, Bytes(row));
+}
+
+// Key's row as the txn's buffered write, to change in place
+// (TxnContext::Update: no copies out and back), or Update's error; Internal
+// for a row of the wrong size.
+template <typename Row>
+absl::StatusOr<Row*> UpdateRow(TxnContext* ctx, Key key) {
+  static_assert(std::is_trivially_copyable_v<Row> && alignof(Row) <= 8, "Update's bytes are 8-byte aligned");
+  absl::StatusOr<absl::Span<char>> v = ctx->Update(key);
+  if (!v.ok()) return v.status();
+  if (v->size() != sizeof(Row))
+    return absl::InternalError(absl::StrCat("record of key ", key, " has ", v->size(), " bytes, not ", sizeof(Row)));
+  return std::launder(reinterpret_cast<Row*>(v->data()));
 }
 
 template <typename Args>
@@ -171,18 +190,17 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   // W_TAX and D_TAX from the static rows, D_NEXT_O_ID from DISTRICT_NEXT.
   WarehouseRow wh;
   DistrictRow district;
-  DistrictNextRow next;
   CustomerRow customer;
   if (!(s = ReadRow(ctx, WarehouseKey(w), &wh)).ok()) return s;
   if (!(s = ReadRow(ctx, DistrictKey(w, d), &district)).ok()) return s;
-  if (!(s = ReadRow(ctx, DistrictNextKey(w, d), &next)).ok()) return s;
+  absl::StatusOr<DistrictNextRow*> next = UpdateRow<DistrictNextRow>(ctx, DistrictNextKey(w, d));
+  if (!next.ok()) return next.status();
   if (!(s = ReadRow(ctx, CustomerKey(w, d, c), &customer)).ok()) return s;
 
-  const int32_t o_id = next.next_o_id;
+  const int32_t o_id = (*next)->next_o_id;
   if (o_id < 1 || !ValidOrderId(static_cast<uint32_t>(o_id) + 1))
     return absl::InternalError(absl::StrCat("D_NEXT_O_ID of ", w, "/", d, " is ", o_id));
-  next.next_o_id = o_id + 1;
-  if (!(s = WriteRow(ctx, DistrictNextKey(w, d), next)).ok()) return s;
+  (*next)->next_o_id = o_id + 1;
 
   tp::NewOrderResult& r = *google::protobuf::Arena::CreateMessage<tp::NewOrderResult>(&arena);
   r.set_o_id(static_cast<uint32_t>(o_id));
@@ -192,23 +210,17 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   r.set_w_tax(wh.tax);
   r.set_d_tax(district.tax);
 
-  // STOCK rows updated so far (an item may appear on two lines).
-  std::array<std::pair<Key, StockRow>, kMaxOrderLines> stocks;
-  size_t num_stocks = 0;
   bool all_local = true;
   int64_t sum = 0;
   for (int i = 0; i < a.lines_size(); ++i) {
     const tp::OrderLineInput& in = a.lines(i);
     const uint32_t supply_w = in.supply_w_id();
     const int32_t qty = static_cast<int32_t>(in.quantity());
-    const Key sk = StockKey(supply_w, in.i_id());
-    auto it = std::find_if(stocks.begin(), stocks.begin() + num_stocks, [sk](const auto& e) { return e.first == sk; });
-    if (it == stocks.begin() + num_stocks) {
-      it->first = sk;
-      if (!(s = ReadRow(ctx, sk, &it->second)).ok()) return s;
-      ++num_stocks;
-    }
-    StockRow& stock = it->second;
+    // The STOCK row in place: an item on two lines gets the first line's
+    // row back (Update), changed again.
+    absl::StatusOr<StockRow*> row = UpdateRow<StockRow>(ctx, StockKey(supply_w, in.i_id()));
+    if (!row.ok()) return row.status();
+    StockRow& stock = **row;
     // Clause 2.4.2.2.
     if (stock.quantity >= qty + 10) {
       stock.quantity -= qty;
@@ -221,7 +233,6 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
       stock.remote_cnt += 1;
       all_local = false;
     }
-    if (!(s = WriteRow(ctx, sk, stock)).ok()) return s;
 
     const int64_t amount = static_cast<int64_t>(qty) * items[i].price;
     sum += amount;
@@ -289,19 +300,18 @@ absl::Status Payment(TxnContext* ctx, std::string* result) {
   // The static rows for H_DATA's names; the YTDs from their own rows.
   WarehouseRow wh;
   DistrictRow district;
-  WarehouseYtdRow w_ytd;
-  DistrictYtdRow d_ytd;
-  CustomerRow customer;
   if (!(s = ReadRow(ctx, WarehouseKey(w), &wh)).ok()) return s;
   if (!(s = ReadRow(ctx, DistrictKey(w, d), &district)).ok()) return s;
-  if (!(s = ReadRow(ctx, WarehouseYtdKey(w), &w_ytd)).ok()) return s;
-  if (!(s = ReadRow(ctx, DistrictYtdKey(w, d), &d_ytd)).ok()) return s;
-  if (!(s = ReadRow(ctx, CustomerKey(c_w, c_d, c), &customer)).ok()) return s;
+  absl::StatusOr<WarehouseYtdRow*> w_ytd = UpdateRow<WarehouseYtdRow>(ctx, WarehouseYtdKey(w));
+  if (!w_ytd.ok()) return w_ytd.status();
+  absl::StatusOr<DistrictYtdRow*> d_ytd = UpdateRow<DistrictYtdRow>(ctx, DistrictYtdKey(w, d));
+  if (!d_ytd.ok()) return d_ytd.status();
+  absl::StatusOr<CustomerRow*> customer_row = UpdateRow<CustomerRow>(ctx, CustomerKey(c_w, c_d, c));
+  if (!customer_row.ok()) return customer_row.status();
+  CustomerRow& customer = **customer_row;
 
-  w_ytd.ytd += amount;
-  d_ytd.ytd += amount;
-  if (!(s = WriteRow(ctx, WarehouseYtdKey(w), w_ytd)).ok()) return s;
-  if (!(s = WriteRow(ctx, DistrictYtdKey(w, d), d_ytd)).ok()) return s;
+  (*w_ytd)->ytd += amount;
+  (*d_ytd)->ytd += amount;
 
   customer.balance -= amount;
   customer.ytd_payment += amount;
@@ -313,7 +323,6 @@ absl::Status Payment(TxnContext* ctx, std::string* result) {
     if (data.size() > sizeof(customer.data)) data.resize(sizeof(customer.data));
     SetField(customer.data, data);
   }
-  if (!(s = WriteRow(ctx, CustomerKey(c_w, c_d, c), customer)).ok()) return s;
 
   // The HISTORY row at the district's next sequence number: its last
   // HISTORY key + 1 (a reverse scan of the district's range, covered by
@@ -439,8 +448,9 @@ absl::Status Delivery(TxnContext* ctx, std::string* result) {
                                    ", not among the planned ones"));
     const tp::DeliveryPlan& plan = *planned;
 
-    OrderRow order;
-    if (!(s = ReadRow(ctx, OrderKey(w, d, o), &order)).ok()) return s;
+    absl::StatusOr<OrderRow*> order_row = UpdateRow<OrderRow>(ctx, OrderKey(w, d, o));
+    if (!order_row.ok()) return order_row.status();
+    OrderRow& order = **order_row;
     if (order.c_id < 1 || static_cast<uint32_t>(order.c_id) != plan.c_id())
       return Mismatch(absl::StrCat("order ", w, "/", d, "/", o, " is customer ", order.c_id, "'s, planned ",
                                    plan.c_id()));
@@ -449,7 +459,6 @@ absl::Status Delivery(TxnContext* ctx, std::string* result) {
     if (!(s = ctx->Delete(NewOrderKey(w, d, o))).ok()) return s;
 
     order.carrier_id = static_cast<int32_t>(a.carrier_id());
-    if (!(s = WriteRow(ctx, OrderKey(w, d, o), order)).ok()) return s;
 
     // Every ORDER_LINE row of the order (clause 2.7.4.2): a covered scan.
     int64_t sum = 0;
@@ -460,11 +469,10 @@ absl::Status Delivery(TxnContext* ctx, std::string* result) {
       if (!(s = WriteRow(ctx, lk, line)).ok()) return s;
     }
 
-    CustomerRow customer;
-    if (!(s = ReadRow(ctx, CustomerKey(w, d, c), &customer)).ok()) return s;
-    customer.balance += sum;
-    customer.delivery_cnt += 1;
-    if (!(s = WriteRow(ctx, CustomerKey(w, d, c), customer)).ok()) return s;
+    absl::StatusOr<CustomerRow*> customer = UpdateRow<CustomerRow>(ctx, CustomerKey(w, d, c));
+    if (!customer.ok()) return customer.status();
+    (*customer)->balance += sum;
+    (*customer)->delivery_cnt += 1;
 
     done->set_o_id(o);
     done->set_c_id(c);

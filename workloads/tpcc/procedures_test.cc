@@ -690,6 +690,18 @@ class PartitionContext final : public TxnContext {
     writes_[key] = std::nullopt;
     return absl::OkStatus();
   }
+  absl::StatusOr<absl::Span<char>> Update(Key key) override {  // Read, then Write
+    auto it = writes_.find(key);
+    if (it == writes_.end()) {
+      absl::StatusOr<std::string_view> v = Read(key);
+      if (!v.ok()) return v.status();
+      if (!Declared(key) && !Covered(key, true)) return absl::InvalidArgumentError("not in the write set");
+      it = writes_.emplace(key, std::string(*v)).first;
+    }
+    locks_written_.insert(Declared(key) ? key : Cover(key));
+    if (!it->second.has_value()) return absl::NotFoundError("deleted");
+    return absl::Span<char>(it->second->data(), it->second->size());
+  }
   // The declared keys (or covers) read and written so far.
   const std::set<Key>& locks_read() const { return locks_read_; }
   const std::set<Key>& locks_written() const { return locks_written_; }
