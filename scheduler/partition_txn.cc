@@ -469,6 +469,7 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent
     };
     for (const auto& w : st->writes) {
       if (w.record != nullptr && !w.erase) {  // an Update of a record read here: no lookup
+        DCHECK_EQ(w.record->key, w.key) << "the record read here changed its key: was it erased and reused?";
         std::memcpy(w.record->value(), w.value, w.size);
         continue;
       }

@@ -136,7 +136,7 @@ struct PartitionTxn {
     // txn's lock keeps the record in place, and its own Delete is buffered
     // in this same entry, so when the final state is a value the record is
     // still the key's. nullptr: the apply finds or inserts the record.
-    Record* record;
+    Record* record = nullptr;
   };
   std::pmr::vector<BufferedWrite> writes;              // buffered by the procedure
   // One bit per buffered key (WriteBit): a key whose bit is clear has no
