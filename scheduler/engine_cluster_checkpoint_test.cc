@@ -30,6 +30,21 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr uint32_t kNodes = 2, kPartitions = 4;
+// Epochs follow the wall clock. Under a sanitizer a node runs ~10x slower:
+// with 500 us epochs its merge fell minutes behind the clock (empty epochs
+// to log, merge and replay), and with 2 ms epochs under TSan a checkpoint
+// asked 200 epochs ahead still took up to 40 s to be reached and each
+// restart replayed ~34,000 txns over 22,000 epochs in 40 s (the test took
+// 195-233 s). There: 8 ms epochs, and the feeder submits a quarter as fast.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr uint32_t kEpochUs = 8000;
+constexpr uint64_t kLeadEpochs = 40;  // 320 ms
+constexpr int kFeedPauseMs = 20;
+#else
+constexpr uint32_t kEpochUs = 500;
+constexpr uint64_t kLeadEpochs = 200;  // 100 ms
+constexpr int kFeedPauseMs = 5;
+#endif
 
 std::string Dir(uint32_t n, const char* what) { return absl::StrCat("/n", n, "/", what); }
 
@@ -70,14 +85,7 @@ struct Cluster {
       o.workers = 2;
       o.lock.table_size = 64;
       o.lock.max_active = 50;
-      // Epochs follow the wall clock; under a sanitizer a node runs ~10x
-      // slower, and with 500 us epochs its merge fell minutes behind the
-      // clock (empty epochs to log, merge and replay): 2 ms there.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-      o.epoch_us = 2000;
-#else
-      o.epoch_us = 500;
-#endif
+      o.epoch_us = kEpochUs;
       o.peers = hub->link(n);
       o.results = clients.back().get();
       o.log.dir = Dir(n, "log");
@@ -135,12 +143,12 @@ struct Cluster {
     return e;
   }
   // The nodes in `who` each take a checkpoint of one epoch, asked at once
-  // ~100 ms ahead (again, later, if a node had passed it already); then
+  // kLeadEpochs ahead (again, later, if a node had passed it already); then
   // every node prunes and cuts as the reports allow (reclaim: asked for
   // here; else the engines' reclaimers do it). Returns the epoch.
   uint64_t CheckpointTogether(const std::vector<uint32_t>& who, bool reclaim = true) {
     for (int attempt = 0; attempt < 5; ++attempt) {
-      const uint64_t epoch = OpenEpoch() + 200;
+      const uint64_t epoch = OpenEpoch() + kLeadEpochs;
       std::vector<absl::StatusOr<CheckpointStats>> out(who.size(), absl::UnknownError("not asked"));
       std::vector<std::thread> t;
       for (size_t i = 0; i < who.size(); ++i)
@@ -164,7 +172,7 @@ struct Cluster {
   }
   // Every node's partition digests at one boundary after every answered txn.
   std::map<PartitionId, uint64_t> Snapshot() {
-    const uint64_t boundary = OpenEpoch() + 200;
+    const uint64_t boundary = OpenEpoch() + kLeadEpochs;
     std::vector<absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>>> s(kNodes);
     std::vector<std::thread> t;
     for (uint32_t n = 0; n < kNodes; ++n)
@@ -211,7 +219,7 @@ class Feeder {
           CHECK(c_->nodes[n]->SubmitMany(&g).ok());
           submitted_ += 10;
         }
-        std::this_thread::sleep_for(milliseconds(5));
+        std::this_thread::sleep_for(milliseconds(kFeedPauseMs));
       }
     });
   }
