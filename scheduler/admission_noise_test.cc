@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -179,6 +180,52 @@ TEST_F(AdmissionNoise, AGrowthRightAfterAnUndoneShrinkIsChecked) {
   Period(&c, 0.4);
   EXPECT_EQ(c.window(), 64u) << "not faster than 64: back";
   EXPECT_EQ(c.grows_undone(), 1u);
+}
+
+// Hill-climbing while parked txns explain the starvation (multi-partition
+// txns waiting for other partitions' reads): the rate rises with the window
+// up to 64 and is flat above, measured within +-8% each period. A trial
+// shrink is kept when not 3% slower than the window it came from; this
+// checks that under noise those 3% steps do not compound into a walk down
+// the rising part (the climb keeps ~93% of the best rate, its trials down
+// included; on this model the window's mean stays at 74-92). Written while
+// looking for why, on 2 partitions with 10% multi-partition txns and 1
+// worker, the adaptive window ended at 14-66 (docs/ENGINE.md, "The
+// section-4 workloads interleaved"): not this.
+std::pair<uint64_t, double> NoisyClimb(uint64_t seed, int periods) {
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  std::mt19937_64 rng(seed);
+  const auto rate = [](uint64_t w) { return 0.4 * std::min<double>(1.0, static_cast<double>(w) / 64.0); };
+  uint64_t now_us = 0, sum = 0;
+  double rate_sum = 0;
+  for (int i = 0; i < periods; ++i) {
+    const uint64_t w = c.window();
+    for (uint64_t n = 0; n < w; n += 8)
+      c.Adjust({.starved = n == 0 ? 1u : 0u, .admitted = 8, .window_bound = true, .parked = w, .now_us = now_us});
+    now_us += kPeriod;
+    const double r = rate(c.window()) * (1.0 + 0.08 * (2.0 * Uniform(&rng) - 1.0));
+    c.Adjust({.window_bound = true, .released = static_cast<uint64_t>(r * static_cast<double>(kPeriod)),
+              .parked = c.window(), .now_us = now_us});
+    if (i >= periods / 2) {
+      sum += c.window();
+      rate_sum += rate(c.window());
+    }
+  }
+  const int n = periods - periods / 2;
+  return {sum / static_cast<uint64_t>(n), rate_sum / n / 0.4};
+}
+
+TEST_F(AdmissionNoise, AClimbOnParkedTxnsDoesNotWalkDownUnderNoise) {
+  std::vector<double> shares;
+  for (uint64_t seed = 1; seed <= 9; ++seed) {
+    const auto [mean_window, share] = NoisyClimb(seed, 600);
+    SCOPED_TRACE(testing::Message() << "seed " << seed << ": mean window " << mean_window << ", rate "
+                                    << share << " of the best");
+    shares.push_back(share);
+    EXPECT_GE(share, 0.85);
+  }
+  std::sort(shares.begin(), shares.end());
+  EXPECT_GE(shares[shares.size() / 2], 0.93) << "the median run keeps 93% of the best rate";
 }
 
 }  // namespace
