@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <random>
 #include <utility>
-#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -182,30 +181,37 @@ TEST_F(AdmissionNoise, AGrowthRightAfterAnUndoneShrinkIsChecked) {
   EXPECT_EQ(c.grows_undone(), 1u);
 }
 
-// Hill-climbing while parked txns explain the starvation (multi-partition
-// txns waiting for other partitions' reads): the rate rises with the window
-// up to 64 and is flat above, measured within +-8% each period. A trial
-// shrink is kept when not 3% slower than the window it came from; this
-// checks that under noise those 3% steps do not compound into a walk down
-// the rising part (the climb keeps ~93% of the best rate, its trials down
-// included; on this model the window's mean stays at 74-92). Written while
-// looking for why, on 2 partitions with 10% multi-partition txns and 1
-// worker, the adaptive window ended at 14-66 (docs/ENGINE.md, "The
-// section-4 workloads interleaved"): not this.
-std::pair<uint64_t, double> NoisyClimb(uint64_t seed, int periods) {
+// Multi-partition txns: a share of the admitted txns is parked (waiting
+// for other partitions' reads), drifting around a quarter of the window,
+// so the controller switches between its climb on the release rate and its
+// plain rules (starvation grows, validated shrinks). The rate rises with
+// the window up to `knee` and is flat above, measured within +-8% each
+// period. Returns the mean window over the second half and the mean rate
+// there as a share of the best.
+std::pair<uint64_t, double> NoisyParked(uint64_t seed, uint64_t knee, double starve_share, int periods) {
   AdmissionController c({.workers = 1, .max_active = 2000});
   std::mt19937_64 rng(seed);
-  const auto rate = [](uint64_t w) { return 0.4 * std::min<double>(1.0, static_cast<double>(w) / 64.0); };
+  const auto rate = [knee](uint64_t w) {
+    return 0.4 * std::min<double>(1.0, static_cast<double>(w) / static_cast<double>(knee));
+  };
   uint64_t now_us = 0, sum = 0;
   double rate_sum = 0;
   for (int i = 0; i < periods; ++i) {
     const uint64_t w = c.window();
+    // Parked: 10% to 40% of the window this period.
+    const uint64_t parked = static_cast<uint64_t>(static_cast<double>(w) * (0.1 + 0.3 * Uniform(&rng)));
+    // A worker starves once a period while the window is below the knee
+    // (and, with `starve_share`, in that share of the other periods too: a
+    // descheduled lock thread).
+    const bool starve = Uniform(&rng) < starve_share;
+    const uint64_t at = static_cast<uint64_t>(Uniform(&rng) * static_cast<double>(w / 8));
     for (uint64_t n = 0; n < w; n += 8)
-      c.Adjust({.starved = n == 0 ? 1u : 0u, .admitted = 8, .window_bound = true, .parked = w, .now_us = now_us});
+      c.Adjust({.starved = n / 8 == at && (w < knee || starve) ? 1u : 0u, .admitted = 8, .blocked = 1, .window_bound = true,
+                .parked = parked, .now_us = now_us});
     now_us += kPeriod;
     const double r = rate(c.window()) * (1.0 + 0.08 * (2.0 * Uniform(&rng) - 1.0));
     c.Adjust({.window_bound = true, .released = static_cast<uint64_t>(r * static_cast<double>(kPeriod)),
-              .parked = c.window(), .now_us = now_us});
+              .parked = parked, .now_us = now_us});
     if (i >= periods / 2) {
       sum += c.window();
       rate_sum += rate(c.window());
@@ -215,17 +221,23 @@ std::pair<uint64_t, double> NoisyClimb(uint64_t seed, int periods) {
   return {sum / static_cast<uint64_t>(n), rate_sum / n / 0.4};
 }
 
-TEST_F(AdmissionNoise, AClimbOnParkedTxnsDoesNotWalkDownUnderNoise) {
-  std::vector<double> shares;
-  for (uint64_t seed = 1; seed <= 9; ++seed) {
-    const auto [mean_window, share] = NoisyClimb(seed, 600);
-    SCOPED_TRACE(testing::Message() << "seed " << seed << ": mean window " << mean_window << ", rate "
-                                    << share << " of the best");
-    shares.push_back(share);
-    EXPECT_GE(share, 0.85);
+// The window follows the knee with parked txns: it keeps 97% of the best
+// rate (no walk down into the rising part) and stays within twice the
+// knee. (Measured: mean windows 21 for a knee of 16, 78-94 for 64, 319-351
+// for 256; 98.7-99.7% of the best rate.) Not covered, and not right yet:
+// with starvation in a third of the periods above the knee as well, the
+// window ratchets up to 600-1400 (docs/ENGINE.md, "The section-4 workloads
+// interleaved").
+TEST_F(AdmissionNoise, WithParkedTxnsTheWindowFollowsTheKnee) {
+  for (const uint64_t knee : {16, 64, 256}) {
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      const auto [mean_window, share] = NoisyParked(seed, knee, 0.0, 800);
+      SCOPED_TRACE(testing::Message() << "knee " << knee << ", seed " << seed << ": mean window " << mean_window
+                                      << ", " << share << " of the best rate");
+      EXPECT_GE(share, 0.97);
+      EXPECT_LE(mean_window, 2 * knee);
+    }
   }
-  std::sort(shares.begin(), shares.end());
-  EXPECT_GE(shares[shares.size() / 2], 0.93) << "the median run keeps 93% of the best rate";
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ constexpr uint32_t kNodes = 2, kPartitions = 4;
 // 195-233 s). There: 8 ms epochs, and the feeder submits a quarter as fast.
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 constexpr uint32_t kEpochUs = 8000;
-constexpr uint64_t kLeadEpochs = 40;  // 320 ms
+constexpr uint64_t kLeadEpochs = 50;  // 400 ms
 constexpr int kFeedPauseMs = 20;
 #else
 constexpr uint32_t kEpochUs = 500;
@@ -171,19 +171,29 @@ struct Cluster {
     return 0;
   }
   // Every node's partition digests at one boundary after every answered txn.
+  // Asked again, later, if a node had passed the boundary already.
   std::map<PartitionId, uint64_t> Snapshot() {
-    const uint64_t boundary = OpenEpoch() + kLeadEpochs;
-    std::vector<absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>>> s(kNodes);
-    std::vector<std::thread> t;
-    for (uint32_t n = 0; n < kNodes; ++n)
-      t.emplace_back([&, n] { s[n] = nodes[n]->SnapshotDigests(boundary, seconds(180)); });
-    for (auto& th : t) th.join();
-    std::map<PartitionId, uint64_t> out;
-    for (const auto& d : s) {
-      CHECK(d.ok()) << d.status();
-      for (auto [p, digest] : *d) out[p] = digest;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      const uint64_t boundary = OpenEpoch() + kLeadEpochs;
+      std::vector<absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>>> s(kNodes);
+      std::vector<std::thread> t;
+      for (uint32_t n = 0; n < kNodes; ++n)
+        t.emplace_back([&, n] { s[n] = nodes[n]->SnapshotDigests(boundary, seconds(180)); });
+      for (auto& th : t) th.join();
+      std::map<PartitionId, uint64_t> out;
+      bool again = false;
+      for (const auto& d : s) {
+        if (absl::IsFailedPrecondition(d.status())) {
+          again = true;
+          continue;
+        }
+        CHECK(d.ok()) << d.status();
+        for (auto [p, digest] : *d) out[p] = digest;
+      }
+      if (!again) return out;
     }
-    return out;
+    ADD_FAILURE() << "no snapshot after 5 attempts";
+    return {};
   }
   std::map<PartitionId, uint64_t> DigestsAfterStop() {
     StopAll();

@@ -241,20 +241,39 @@ TEST(EngineRejoin, WithRejoinOffNothingWaitsNothingIsKeptAndARestartedNodeIsRefu
     SCOPED_TRACE(off ? "rejoin off" : "rejoin on");
     World w(false);
     if (off) w.retention_bytes = 0;
-    // A disk slower than the txns (2 ms per fsync): with rejoin on, reads
-    // and results for other nodes must then wait for their epoch's fsync
-    // (under TSan on a loaded host the txns ran slower than the in-memory
-    // fsync, and none had to wait: the control failed); with it off,
-    // nothing waits even so.
-    w.slow_sync_us = 2000;
     for (uint32_t n = 0; n < kNodes; ++n) w.engines[n] = w.Make(n);
     ASSERT_NO_FATAL_FAILURE(StartAll(&w));
     {
+      // Node 0's disk stalls before an fsync while txns come (its epochs
+      // stop turning durable; sequencing and execution go on). With
+      // rejoin on, node 0's reads for node 1 must then wait: the control
+      // waits until some do (before, a fixed load under TSan on a busy
+      // host executed slower than the in-memory fsync, and none had to).
+      // With it off, node 1 gets node 0's reads without waiting: its
+      // partitions take reads from node 0 while node 0's disk still
+      // stalls. (Clients' answers wait for every node's durability either
+      // way.)
+      const auto reads_at_1 = [&w] {
+        uint64_t n = 0;
+        for (const SchedulerStats& p : w.engines[1]->stats().partitions) n += p.remote_reads.accepted + p.remote_reads.held;
+        return n;
+      };
+      w.frozen = 0;
       std::vector<std::unique_ptr<Feeder>> feeders;
       for (uint32_t n = 0; n < kNodes; ++n) {
         feeders.push_back(std::make_unique<Feeder>(&w, n, 91 + n));
         feeders.back()->Start();
       }
+      for (int i = 0; i < 60000; ++i) {
+        if (!off && w.engines[0]->stats().held_peer_messages > 0) break;
+        if (off && reads_at_1() >= 100) break;
+        std::this_thread::sleep_for(milliseconds(1));
+      }
+      if (off) {
+        EXPECT_GE(reads_at_1(), 100u) << "node 0's reads for node 1 waited for its stalled disk";
+        EXPECT_EQ(w.engines[0]->stats().held_peer_messages, 0u);
+      }
+      w.frozen = -1;
       for (int i = 0; i < 60000 && Answered(w.answers[0].get()) < 300; ++i) std::this_thread::sleep_for(milliseconds(1));
       ASSERT_GE(Answered(w.answers[0].get()), 300);
       for (auto& f : feeders) f->Stop();

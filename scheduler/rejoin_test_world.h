@@ -111,12 +111,10 @@ struct World {
     o.lock.max_active = 50;
     o.peer_window_us = peer_window_us;
     if (checkpoints) o.checkpoint.dir = "/ckpt";
-    // The writer stalls before its fsync while this node is `frozen` (a
-    // slow disk), and sleeps slow_sync_us before each fsync (a slower one).
+    // The writer stalls before its fsync while this node is `frozen` (a slow disk).
     o.log.crash_hook = [this, n](std::string_view point) {
-      if (point != "log_written") return;
-      if (const int us = slow_sync_us.load(); us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
-      while (frozen.load() == static_cast<int>(n)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      while (point == "log_written" && frozen.load() == static_cast<int>(n))
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
     };
     auto e = Engine::Create(o, &parts, &procs);
     CHECK(e.ok()) << e.status();
@@ -133,7 +131,6 @@ struct World {
   size_t max_keys_per_txn = 10000;                  // likewise
   uint64_t peer_window_us = 10'000'000;             // likewise
   std::atomic<int> frozen{-1};
-  std::atomic<int> slow_sync_us{0};
   ProcedureRegistry procs;
   ModPartitioner parts{kNodes};
   InProcessPeerHub hub{{0, 1, 2}};
