@@ -142,58 +142,56 @@ struct Cluster {
     for (auto& n : nodes) e = std::max(e, n->open_epoch());
     return e;
   }
-  // The nodes in `who` each take a checkpoint of one epoch, asked at once
-  // kLeadEpochs ahead (again, later, if a node had passed it already); then
-  // every node prunes and cuts as the reports allow (reclaim: asked for
-  // here; else the engines' reclaimers do it). Returns the epoch.
-  uint64_t CheckpointTogether(const std::vector<uint32_t>& who, bool reclaim = true) {
+  // Asks the nodes in `who` at once, each in its own thread, for
+  // ask(node, epoch) at one epoch kLeadEpochs ahead of the open one; again,
+  // later, if a node had passed it already (FailedPrecondition), up to 5
+  // times. Any other error fails the test binary. Returns the epoch and
+  // puts each node's answer in *out; 0 (a test failure) after 5 attempts.
+  template <typename T, typename Ask>
+  uint64_t AskTogether(const std::vector<uint32_t>& who, Ask ask, std::vector<T>* out) {
     for (int attempt = 0; attempt < 5; ++attempt) {
       const uint64_t epoch = OpenEpoch() + kLeadEpochs;
-      std::vector<absl::StatusOr<CheckpointStats>> out(who.size(), absl::UnknownError("not asked"));
+      std::vector<absl::StatusOr<T>> got(who.size(), absl::UnknownError("not asked"));
       std::vector<std::thread> t;
-      for (size_t i = 0; i < who.size(); ++i)
-        t.emplace_back([&, i] { out[i] = nodes[who[i]]->Checkpoint(epoch, seconds(180)); });
+      for (size_t i = 0; i < who.size(); ++i) t.emplace_back([&, i] { got[i] = ask(nodes[who[i]].get(), epoch); });
       for (auto& th : t) th.join();
       bool again = false;
-      for (const auto& s : out) {
-        if (absl::IsFailedPrecondition(s.status())) {
-          again = true;
-          continue;
-        }
-        CHECK(s.ok()) << s.status();
+      for (const auto& g : got) {
+        again |= absl::IsFailedPrecondition(g.status());
+        CHECK(g.ok() || absl::IsFailedPrecondition(g.status())) << g.status();
       }
       if (again) continue;
-      if (reclaim)
-        for (auto& e : nodes) CHECK(e->ReclaimCheckpoints().ok());
+      out->clear();
+      for (auto& g : got) out->push_back(std::move(*g));
       return epoch;
     }
-    ADD_FAILURE() << "no checkpoint after 5 attempts";
+    ADD_FAILURE() << "nothing asked of the nodes together after 5 attempts";
     return 0;
   }
-  // Every node's partition digests at one boundary after every answered txn.
-  // Asked again, later, if a node had passed the boundary already.
+  // The nodes in `who` each take a checkpoint of one epoch, asked at once
+  // (AskTogether); then every node prunes and cuts as the reports allow
+  // (reclaim: asked for here; else the engines' reclaimers do it). Returns
+  // the epoch.
+  uint64_t CheckpointTogether(const std::vector<uint32_t>& who, bool reclaim = true) {
+    std::vector<CheckpointStats> stats;
+    const uint64_t epoch = AskTogether(
+        who, [](Engine* e, uint64_t epoch) { return e->Checkpoint(epoch, seconds(180)); }, &stats);
+    if (epoch != 0 && reclaim)
+      for (auto& e : nodes) CHECK(e->ReclaimCheckpoints().ok());
+    return epoch;
+  }
+  // Every node's partition digests at one boundary after every answered txn
+  // (AskTogether).
   std::map<PartitionId, uint64_t> Snapshot() {
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      const uint64_t boundary = OpenEpoch() + kLeadEpochs;
-      std::vector<absl::StatusOr<std::vector<std::pair<PartitionId, uint64_t>>>> s(kNodes);
-      std::vector<std::thread> t;
-      for (uint32_t n = 0; n < kNodes; ++n)
-        t.emplace_back([&, n] { s[n] = nodes[n]->SnapshotDigests(boundary, seconds(180)); });
-      for (auto& th : t) th.join();
-      std::map<PartitionId, uint64_t> out;
-      bool again = false;
-      for (const auto& d : s) {
-        if (absl::IsFailedPrecondition(d.status())) {
-          again = true;
-          continue;
-        }
-        CHECK(d.ok()) << d.status();
-        for (auto [p, digest] : *d) out[p] = digest;
-      }
-      if (!again) return out;
-    }
-    ADD_FAILURE() << "no snapshot after 5 attempts";
-    return {};
+    std::vector<uint32_t> all(kNodes);
+    for (uint32_t n = 0; n < kNodes; ++n) all[n] = n;
+    std::vector<std::vector<std::pair<PartitionId, uint64_t>>> digests;
+    AskTogether(
+        all, [](Engine* e, uint64_t boundary) { return e->SnapshotDigests(boundary, seconds(180)); }, &digests);
+    std::map<PartitionId, uint64_t> out;
+    for (const auto& d : digests)
+      for (auto [p, digest] : d) out[p] = digest;
+    return out;
   }
   std::map<PartitionId, uint64_t> DigestsAfterStop() {
     StopAll();
