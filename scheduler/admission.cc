@@ -208,22 +208,35 @@ void AdmissionController::Climb(const AdmissionSignals& s) {
   const bool still_parked = 4 * c.parked_sum >= window_ * c.samples;
   c.start_us = s.now_us;
   c.released = c.admitted = c.parked_sum = c.samples = 0;
-  if (!still_parked) {  // the workers no longer wait for remote reads
-    c.phase = Phase::kOff;
-    return;
-  }
   if (c.phase == Phase::kTrial) {
-    const bool kept = c.up ? rate >= 1.05 * c.base_rate : rate >= 0.97 * c.base_rate;
+    // Judged even when this period ends the climb: a step left unjudged
+    // would be kept by default (a step up kept so, whenever the parked
+    // share dips, ratchets the window up).
+    bool kept = c.up ? rate >= 1.05 * c.base_rate : rate >= 0.97 * c.base_rate;
+    // A step up, as a growth of the plain rules, must be faster in each of
+    // kGrowChecks periods: one lucky period in five is 5% faster on a noisy
+    // host, and each step up kept so would stay.
+    if (kept && c.up && --c.up_checks > 0) {
+      if (still_parked) return;  // the next period must be faster too
+      // The climb ends before the step up was proven: the plain rules
+      // check it further, as a growth from the base (see Adjust).
+      c.phase = Phase::kOff;
+      return;
+    }
     if (kept) {
       ++climbs_kept_;
       ++(c.up ? grows_ : shrinks_);
     } else {
       ++climbs_undone_;
       c.up = !c.up;
-      c.phase = Phase::kBase;  // measure it again before the next trial
+      c.phase = still_parked ? Phase::kBase : Phase::kOff;  // kBase: measured again before the next trial
       SetWindow(c.base_window);
       return;
     }
+  }
+  if (!still_parked) {  // the workers no longer wait for remote reads
+    c.phase = Phase::kOff;
+    return;
   }
   // Measured at the current window (a base, or a trial kept): try a step.
   c.base_window = window_;
@@ -234,6 +247,7 @@ void AdmissionController::Climb(const AdmissionSignals& s) {
     next = c.up ? Larger() : Smaller();
   }
   c.phase = next == window_ ? Phase::kBase : Phase::kTrial;
+  c.up_checks = kGrowChecks;
   SetWindow(next);
 }
 
@@ -243,10 +257,20 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
     Climb(s);
     if (climb_.phase != Phase::kOff) return;
     // Back to the plain rules: a new descent, with nothing kept from before
-    // the climb (no pending probe up, no rate to check a growth against).
+    // the climb (no pending probe up, no rate to check a growth against),
+    // except a step up the climb had not finished checking: a growth from
+    // its base, checked in the periods it still owes.
     ResetProbe(s.now_us);
     probe_.up = false;
     probe_.last_window = 0;
+    if (climb_.up && climb_.up_checks > 0 && climb_.up_checks < kGrowChecks && window_ > climb_.base_window) {
+      probe_.grow_trial = true;
+      probe_.grow_probe = false;
+      probe_.grow_checks = climb_.up_checks;
+      probe_.pre_grow_window = climb_.base_window;
+      probe_.pre_grow_rate = climb_.base_rate;
+    }
+    return;  // this round closed the climb's period: the next one starts here
   }
   gen_admitted_ += s.admitted;
   gen_blocked_ += s.blocked;

@@ -32,8 +32,10 @@
 //   measures nothing and is discarded;
 // - when parked txns (waiting for other partitions' reads) explain the
 //   starvation, hill-climb on the release rate instead (a step up kept if 5%
-//   faster, a step down if not 3% slower) until the parked share falls
-//   below a quarter of the window.
+//   faster in each of two periods, a step down if not 3% slower) until the
+//   parked share falls below a quarter of the window; the step the climb
+//   ends on is judged too (a step up half checked goes on to the plain
+//   rules as a growth from its base), never kept by default.
 // max_active stays the hard cap. Admission order is unchanged (id order),
 // so the window changes only timing, never a result (G1 of LOCKING.md).
 //
@@ -140,6 +142,7 @@ class AdmissionController {
     bool up = true;             // the direction of the next trial
     uint64_t base_window = 0;   // the window a trial is compared with
     double base_rate = 0;       // its release rate (txns per us)
+    uint32_t up_checks = 0;     // periods a step up must still be 5% faster in
     uint64_t start_us = 0;      // the current period's start
     uint64_t released = 0, admitted = 0;  // in the current period
     uint64_t parked_sum = 0, samples = 0; // parked, summed over its Adjusts

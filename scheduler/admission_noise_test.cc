@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -223,11 +224,8 @@ std::pair<uint64_t, double> NoisyParked(uint64_t seed, uint64_t knee, double sta
 
 // The window follows the knee with parked txns: it keeps 97% of the best
 // rate (no walk down into the rising part) and stays within twice the
-// knee. (Measured: mean windows 21 for a knee of 16, 78-94 for 64, 319-351
-// for 256; 98.7-99.7% of the best rate.) Not covered, and not right yet:
-// with starvation in a third of the periods above the knee as well, the
-// window ratchets up to 600-1400 (docs/ENGINE.md, "The section-4 workloads
-// interleaved").
+// knee. (Measured: mean windows 18-19 for a knee of 16, 74-81 for 64,
+// 298-322 for 256; 98.5-99.6% of the best rate.)
 TEST_F(AdmissionNoise, WithParkedTxnsTheWindowFollowsTheKnee) {
   for (const uint64_t knee : {16, 64, 256}) {
     for (uint64_t seed = 1; seed <= 5; ++seed) {
@@ -236,6 +234,31 @@ TEST_F(AdmissionNoise, WithParkedTxnsTheWindowFollowsTheKnee) {
                                       << ", " << share << " of the best rate");
       EXPECT_GE(share, 0.97);
       EXPECT_LE(mean_window, 2 * knee);
+    }
+  }
+}
+
+// The same with a worker starving at random in a share of the periods
+// above the knee too (a descheduled lock thread on a shared host). Before
+// the climb judged the step it ended on and wanted two faster periods for a
+// step up, each dip of the parked share below a quarter kept a step up
+// unjudged and one lucky period kept another: mean windows of 350-1,050
+// for a knee of 16, 380-1,350 for 64 and 380-1,400 for 256 (medians over 5
+// seeds 6-45x the knee). Now the medians are 1.3-2.0x the knee (single
+// seeds up to 8x: two lucky periods in a row still keep a step), and every
+// run keeps 97% of the best rate.
+TEST_F(AdmissionNoise, WithParkedTxnsAndRandomStarvationTheWindowDoesNotRatchetUp) {
+  for (const uint64_t knee : {16, 64, 256}) {
+    for (const double starve_share : {0.1, 0.33}) {
+      std::vector<uint64_t> means;
+      for (uint64_t seed = 1; seed <= 5; ++seed) {
+        const auto [mean_window, share] = NoisyParked(seed, knee, starve_share, 800);
+        EXPECT_GE(share, 0.97) << "knee " << knee << ", starving in " << starve_share << ", seed " << seed;
+        means.push_back(mean_window);
+      }
+      std::sort(means.begin(), means.end());
+      EXPECT_LE(means[2], 5 * knee / 2) << "knee " << knee << ", starving in " << starve_share
+                                        << " of the periods: median of the mean windows";
     }
   }
 }

@@ -605,6 +605,85 @@ TEST_F(Admission, ClimbIgnoresPartialPeriodsAndEndsWhenTheParkedShareFalls) {
   EXPECT_FALSE(d.climbing());
 }
 
+// One climbing period at `rate` txns per us with `parked` txns parked (a
+// whole generation admitted, the workers fed).
+void ClimbPeriod(AdmissionController* c, uint64_t* now_us, double rate, uint64_t parked) {
+  *now_us += AdmissionController::kClimbPeriodUs;
+  c->Adjust({.admitted = c->window(),
+             .window_bound = true,
+             .released = static_cast<uint64_t>(rate * AdmissionController::kClimbPeriodUs),
+             .parked = parked,
+             .now_us = *now_us});
+}
+
+TEST_F(Admission, AClimbStepUpNeedsTwoFasterPeriods) {
+  // A flat rate measured 6% high in one period: before, that kept the step
+  // up (one lucky period in five on a +-8% host); now the next period must
+  // be 5% faster too.
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  c.Adjust({.starved = 1, .window_bound = true, .parked = c.window(), .now_us = now_us});
+  ASSERT_TRUE(c.climbing());
+  const uint64_t base = c.window();
+  ClimbPeriod(&c, &now_us, 0.4, c.window());  // the base measured; a step up
+  ASSERT_GT(c.window(), base);
+  const uint64_t up = c.window();
+  ClimbPeriod(&c, &now_us, 0.424, c.window());  // 6% faster: checked again
+  EXPECT_EQ(c.window(), up);
+  EXPECT_EQ(c.climbs_kept(), 0u);
+  ClimbPeriod(&c, &now_us, 0.4, c.window());  // not faster: back
+  EXPECT_EQ(c.window(), base);
+  EXPECT_EQ(c.climbs_undone(), 1u);
+  EXPECT_TRUE(c.climbing());
+  // Two faster periods keep it.
+  ClimbPeriod(&c, &now_us, 0.4, c.window());  // the base again; a step down (the other way)
+  ClimbPeriod(&c, &now_us, 0.3, c.window());  // slower: back, the next step up
+  ASSERT_EQ(c.window(), base);
+  ClimbPeriod(&c, &now_us, 0.4, c.window());  // the base; a step up
+  ASSERT_EQ(c.window(), up);
+  ClimbPeriod(&c, &now_us, 0.44, c.window());
+  ClimbPeriod(&c, &now_us, 0.44, c.window());
+  EXPECT_EQ(c.climbs_kept(), 1u);
+  EXPECT_GT(c.window(), up) << "kept, and the climb goes on up";
+}
+
+TEST_F(Admission, AStepTheClimbEndsOnIsJudgedNotKeptByDefault) {
+  // The period that ends the climb (the parked share fell) also ends a step
+  // up. Before, the step stayed unjudged: each dip of the parked share kept
+  // one step up, and the window ratcheted to 600-1,600 where 64 would do
+  // (AdmissionNoise.WithParkedTxnsAndRandomStarvationTheWindowDoesNotRatchetUp).
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  c.Adjust({.starved = 1, .window_bound = true, .parked = c.window(), .now_us = now_us});
+  const uint64_t base = c.window();
+  ClimbPeriod(&c, &now_us, 0.4, c.window());
+  ASSERT_GT(c.window(), base);
+  ClimbPeriod(&c, &now_us, 0.4, 1);  // not faster, and the climb ends
+  EXPECT_FALSE(c.climbing());
+  EXPECT_EQ(c.window(), base) << "not faster: back";
+  EXPECT_EQ(c.climbs_undone(), 1u);
+
+  // Faster in its first period, and the climb ends: the plain rules check
+  // the period it still owes, as a growth from the base.
+  AdmissionController d({.workers = 1, .max_active = 2000});
+  d.Adjust({.starved = 1, .window_bound = true, .parked = d.window(), .now_us = now_us});
+  ClimbPeriod(&d, &now_us, 0.4, d.window());
+  const uint64_t up = d.window();
+  ClimbPeriod(&d, &now_us, 0.44, 1);
+  ASSERT_FALSE(d.climbing());
+  EXPECT_EQ(d.window(), up) << "one faster period: still checked";
+  ClimbPeriod(&d, &now_us, 0.4, 1);  // the second is not faster
+  EXPECT_EQ(d.window(), base);
+  EXPECT_EQ(d.grows_undone(), 1u);
+
+  // Faster in both: kept.
+  AdmissionController e({.workers = 1, .max_active = 2000});
+  e.Adjust({.starved = 1, .window_bound = true, .parked = e.window(), .now_us = now_us});
+  ClimbPeriod(&e, &now_us, 0.4, e.window());
+  ClimbPeriod(&e, &now_us, 0.44, 1);
+  ClimbPeriod(&e, &now_us, 0.44, 1);
+  EXPECT_EQ(e.window(), up);
+  EXPECT_EQ(e.grows_undone(), 0u);
+}
+
 TEST_F(Admission, FixedWindowNeverClimbs) {
   AdmissionController c({.workers = 1, .max_active = 300, .adaptive = false});
   c.Adjust({.starved = 1, .window_bound = true, .parked = 300, .now_us = 5});
