@@ -192,6 +192,20 @@ void AdmissionController::StartClimb(const AdmissionSignals& s) {
   climb_ = ClimbState{};
   climb_.phase = Phase::kBase;
   climb_.start_us = s.now_us;
+  ProbeState& p = probe_;
+  if (p.grow_trial) {
+    // A growth not proven yet (of the plain rules, or a step up an earlier
+    // climb handed over): the climb judges it, as its own step up from
+    // where it grew, in the periods it still owes; else it would become
+    // the climb's base unjudged.
+    p.grow_trial = false;
+    climb_.phase = Phase::kTrial;
+    climb_.up = true;
+    climb_.up_checks = p.grow_checks;
+    climb_.carried = true;
+    climb_.base_window = p.pre_grow_window;
+    climb_.base_rate = p.pre_grow_rate;
+  }
 }
 
 void AdmissionController::Climb(const AdmissionSignals& s) {
@@ -221,13 +235,14 @@ void AdmissionController::Climb(const AdmissionSignals& s) {
       // The climb ends before the step up was proven: the plain rules
       // check it further, as a growth from the base (see Adjust).
       c.phase = Phase::kOff;
+      c.handover = true;
       return;
     }
     if (kept) {
       ++climbs_kept_;
-      ++(c.up ? grows_ : shrinks_);
+      if (!c.carried) ++(c.up ? grows_ : shrinks_);  // a carried growth was counted when it grew
     } else {
-      ++climbs_undone_;
+      ++(c.carried ? grows_undone_ : climbs_undone_);
       c.up = !c.up;
       c.phase = still_parked ? Phase::kBase : Phase::kOff;  // kBase: measured again before the next trial
       SetWindow(c.base_window);
@@ -248,6 +263,7 @@ void AdmissionController::Climb(const AdmissionSignals& s) {
   }
   c.phase = next == window_ ? Phase::kBase : Phase::kTrial;
   c.up_checks = kGrowChecks;
+  c.carried = false;
   SetWindow(next);
 }
 
@@ -263,7 +279,8 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
     ResetProbe(s.now_us);
     probe_.up = false;
     probe_.last_window = 0;
-    if (climb_.up && climb_.up_checks > 0 && climb_.up_checks < kGrowChecks && window_ > climb_.base_window) {
+    if (climb_.handover) {
+      if (!climb_.carried) ++grows_;  // counted as a growth now, as it may be undone as one
       probe_.grow_trial = true;
       probe_.grow_probe = false;
       probe_.grow_checks = climb_.up_checks;

@@ -143,6 +143,8 @@ class AdmissionController {
     uint64_t base_window = 0;   // the window a trial is compared with
     double base_rate = 0;       // its release rate (txns per us)
     uint32_t up_checks = 0;     // periods a step up must still be 5% faster in
+    bool carried = false;       // the trial is a plain growth the climb took over (counted in grows_)
+    bool handover = false;      // the climb ended on a step up still owing a check
     uint64_t start_us = 0;      // the current period's start
     uint64_t released = 0, admitted = 0;  // in the current period
     uint64_t parked_sum = 0, samples = 0; // parked, summed over its Adjusts

@@ -244,9 +244,8 @@ TEST_F(AdmissionNoise, WithParkedTxnsTheWindowFollowsTheKnee) {
 // step up, each dip of the parked share below a quarter kept a step up
 // unjudged and one lucky period kept another: mean windows of 350-1,050
 // for a knee of 16, 380-1,350 for 64 and 380-1,400 for 256 (medians over 5
-// seeds 6-45x the knee). Now the medians are 1.3-2.0x the knee (single
-// seeds up to 8x: two lucky periods in a row still keep a step), and every
-// run keeps 97% of the best rate.
+// seeds 6-45x the knee). Now the medians are 1.2-1.6x the knee (single
+// seeds up to 2.2x), and every run keeps 97% of the best rate.
 TEST_F(AdmissionNoise, WithParkedTxnsAndRandomStarvationTheWindowDoesNotRatchetUp) {
   for (const uint64_t knee : {16, 64, 256}) {
     for (const double starve_share : {0.1, 0.33}) {
@@ -259,6 +258,8 @@ TEST_F(AdmissionNoise, WithParkedTxnsAndRandomStarvationTheWindowDoesNotRatchetU
       std::sort(means.begin(), means.end());
       EXPECT_LE(means[2], 5 * knee / 2) << "knee " << knee << ", starving in " << starve_share
                                         << " of the periods: median of the mean windows";
+      EXPECT_LE(means[4], 4 * knee) << "knee " << knee << ", starving in " << starve_share
+                                    << " of the periods: the largest mean window";
     }
   }
 }

@@ -682,6 +682,35 @@ TEST_F(Admission, AStepTheClimbEndsOnIsJudgedNotKeptByDefault) {
   ClimbPeriod(&e, &now_us, 0.44, 1);
   EXPECT_EQ(e.window(), up);
   EXPECT_EQ(e.grows_undone(), 0u);
+  EXPECT_EQ(e.grows(), 1u);
+  // Kept after the one period it owed (not still checked): the next period
+  // measures it afresh and starts the re-check, a trial back at the base.
+  ClimbPeriod(&e, &now_us, 0.44, 1);
+  EXPECT_TRUE(e.trying_shrink());
+  EXPECT_EQ(e.window(), base);
+}
+
+TEST_F(Admission, AGrowthStillCheckedWhenAClimbStartsIsJudgedByTheClimb) {
+  // A step up handed over to the plain rules (one check owed), then a
+  // worker starves with a quarter of the window parked: a new climb starts
+  // at the unproven window. Before, it became the climb's base unjudged;
+  // now the climb judges it first: a flat rate sends it back.
+  AdmissionController c({.workers = 1, .max_active = 2000});
+  c.Adjust({.starved = 1, .window_bound = true, .parked = c.window(), .now_us = now_us});
+  const uint64_t base = c.window();
+  ClimbPeriod(&c, &now_us, 0.4, c.window());
+  const uint64_t up = c.window();
+  ASSERT_GT(up, base);
+  ClimbPeriod(&c, &now_us, 0.44, 1);  // faster once, and the climb ends
+  ASSERT_FALSE(c.climbing());
+  ASSERT_EQ(c.window(), up);
+  c.Adjust({.starved = 1, .window_bound = true, .parked = up, .now_us = now_us});
+  ASSERT_TRUE(c.climbing());
+  ClimbPeriod(&c, &now_us, 0.4, c.window());  // not faster than the base
+  EXPECT_EQ(c.window(), base);
+  EXPECT_EQ(c.grows_undone(), 1u);
+  EXPECT_EQ(c.grows(), 1u);
+  EXPECT_TRUE(c.climbing());
 }
 
 TEST_F(Admission, FixedWindowNeverClimbs) {
