@@ -221,11 +221,13 @@ void ZmqPeerNet::TakeHello(const pb::PeerMessage& m, bool heard, bool restarted)
     running_of_[m.from_node()] = m.hello().running();
     rejoining_of_[m.from_node()] = m.hello().rejoining();
     clock_of_[m.from_node()] = ClusterClock{m.hello().start_us(), m.hello().clock_origin_epoch()};
-  } else if (m.to_incarnation() == incarnation_) {
-    // Its answer to our Hello, whose first Hello we had heard already.
+  } else if (m.incarnation() != 0) {
+    // Its answer to our Hello, whose first Hello we had heard already (a
+    // later Hello of a known incarnation names ours: Handle drops others).
     VLOG(1) << "node " << m.from_node() << " answered our hello; heard it already";
   } else {
-    LOG(WARNING) << "node " << m.from_node() << " said hello again in the same incarnation; ignored";
+    LOG(WARNING) << "node " << m.from_node() << " said hello without an incarnation (a binary before peer "
+                 << "protocol 3?); ignored";
   }
   hello_cv_.notify_all();
 }

@@ -26,7 +26,9 @@
 //         clock: a restarted node then rejoins, Engine::Rejoin). A first
 //         Hello sent before its sender heard us (to_incarnation 0) is
 //         answered alike: ours may have reached only an earlier process of
-//         it. Frames of
+//         it. Only the first Hello of an incarnation may say so: its later
+//         ones (answers) name ours, and a repeated one that has not heard
+//         us (a replay) is stale. Frames of
 //         an older incarnation of the sender, or for an older incarnation
 //         of this node (queued while it was down), are stale: dropped.
 //         With options.curve the peer port is a CURVE server that admits
