@@ -400,6 +400,53 @@ TEST(ZmqPeerNet, ARunningPeersClockThatStartsInTheFutureIsRefused) {
   net->Stop();
 }
 
+// Frames other than our Hello for a peer whose Hello we have not heard
+// (node 1 starts later) wait, unnumbered, and leave once it is heard,
+// numbered for its incarnation: all arrive, in order, none stale, no gap;
+// no durable stamp is sent to it meanwhile (our Hello carried it). Before,
+// they left at once with to_incarnation 0: node 1 dropped them as stale,
+// and counted a gap unless node 0's answer renumbered its frames.
+TEST(ZmqPeerNet, FramesForAPeerNotHeardYetWaitForItsHello) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Recorder rec0, rec1;
+  std::unique_ptr<ZmqPeerNet> early = StartedNet(c, 0, &rec0);
+  ASSERT_NE(early, nullptr);
+  pb::Batch b;
+  b.set_sequencer_id(0);
+  b.set_epoch(1);
+  early->SendBatch(1, b);
+  pb::TxnResult r;
+  r.set_txn_id(7);
+  early->SendResult(1, r);
+  early->SetDurableEpoch(3);
+  std::this_thread::sleep_for(milliseconds(100));  // 100 epochs: node 0's receive thread stamps its peers
+  std::unique_ptr<ZmqPeerNet> late = StartedNet(c, 1, &rec1);
+  ASSERT_NE(late, nullptr);
+  ASSERT_TRUE(late->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(early->Handshake(milliseconds(10000)).ok());
+  auto arrived = [&] {
+    std::lock_guard<std::mutex> l(rec1.mu);
+    return !rec1.epochs.empty() && !rec1.results.empty() && !rec1.durable.empty();
+  };
+  for (int i = 0; i < 2000 && !arrived(); ++i) std::this_thread::sleep_for(milliseconds(5));
+  b.set_epoch(2);
+  early->SendBatch(1, b);
+  for (int i = 0; i < 2000 && rec1.total() < 3; ++i) std::this_thread::sleep_for(milliseconds(5));
+  {
+    std::lock_guard<std::mutex> l(rec1.mu);
+    EXPECT_EQ(rec1.epochs, (std::vector<uint64_t>{1, 2}));
+    EXPECT_EQ(rec1.results, (std::vector<uint64_t>{7}));
+    EXPECT_EQ(rec1.durable, (std::vector<std::pair<uint32_t, uint64_t>>{{0, 3}}));
+  }
+  const ZmqPeerNetStats s = late->stats();
+  EXPECT_EQ(s.dropped, 0u);
+  EXPECT_EQ(s.stale, 0u);
+  EXPECT_EQ(s.lost, 0u);
+  EXPECT_LE(s.received, 6u) << "Hellos, the two batches and the result: no stamps piled up for node 1";
+  late->Stop();
+  early->Stop();
+}
+
 TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {
   const pb::ClusterConfig c = TwoNodes(1000);
   ZmqPeerNetOptions o;

@@ -185,6 +185,21 @@ void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
 }
 
 void ZmqPeerNet::SendLocked(uint32_t node, Peer* peer, pb::PeerMessage* msg) {
+  if (peer->to_incarnation == 0 && !msg->has_hello()) {
+    // We have not heard the peer's Hello: a frame sent now would carry
+    // to_incarnation 0, which the peer drops as stale (only a Hello may),
+    // yet it would take a sequence number, and the peer would count a gap
+    // at our next frame once it heard us (unless our answer renumbered
+    // them). Not sending it without a number instead would lose it
+    // silently (a batch nobody resends: PeerOutbox and PeerRetention resend
+    // only at a peer's rejoin). So it waits, unnumbered, and leaves in
+    // order, numbered and for the peer's incarnation, right after its
+    // first Hello reached us (OnPeerIncarnation). It is rare: the engine
+    // sends only after the handshake heard every peer, and durable stamps
+    // skip a peer not heard (our Hello carries them).
+    peer->waiting.push_back(std::move(*msg));
+    return;
+  }
   msg->set_config_hash(config_hash_);
   msg->set_from_node(options_.node_id);
   msg->set_incarnation(incarnation_);
@@ -458,7 +473,11 @@ void ZmqPeerNet::SendDurableStamps(bool force) {
     {
       Peer& p = *peers_[n];
       std::lock_guard<std::mutex> l(p.mu);
-      if (p.push == nullptr || (p.stamped >= durable && p.checkpoint_stamped >= checkpoint)) continue;
+      // Not to a peer not heard yet (it would wait, SendLocked): our Hello
+      // carries the stamps, and the next one leaves once it is heard.
+      if (p.push == nullptr || p.to_incarnation == 0 ||
+          (p.stamped >= durable && p.checkpoint_stamped >= checkpoint))
+        continue;
       if (!force && now - p.last_send < std::chrono::microseconds(options_.epoch_us)) continue;
     }
     pb::PeerMessage m;
