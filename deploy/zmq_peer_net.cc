@@ -197,6 +197,8 @@ void ZmqPeerNet::SendLocked(uint32_t node, Peer* peer, pb::PeerMessage* msg) {
     // first Hello reached us (OnPeerIncarnation). It is rare: the engine
     // sends only after the handshake heard every peer, and durable stamps
     // skip a peer not heard (our Hello carries them).
+    LOG_FIRST_N(WARNING, 5) << "node " << options_.node_id << ": a frame for node " << node
+                            << " waits for its Hello (not heard yet); " << peer->waiting.size() + 1 << " waiting";
     peer->waiting.push_back(std::move(*msg));
     return;
   }
