@@ -58,7 +58,8 @@ DEFINE_int32(log_lazy_sync_ms, 20,
              "An idle epoch's empty batch is written and synced with the next batch that has txns, or after "
              "this many ms (0: every epoch synced at once, as before)");
 DEFINE_uint64(rejoin_retention_mb, 64,
-              "Per other node, MiB of the remote reads and results sent to it since the newest checkpoint every node "
+              "Per other node, MiB of memory (each message's in-memory size, not its wire size) of the remote reads "
+              "and results sent to it since the newest checkpoint every node "
               "holds, kept so that it can rejoin alone after a crash (docs/DURABILITY.md); 0: rejoin off: nothing "
               "kept, and reads for other nodes no longer wait for their epoch's fsync here (faster multi-partition "
               "txns), but a node restarted after a crash needs a restart of every node; at most 16777216");

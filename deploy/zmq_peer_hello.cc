@@ -94,16 +94,20 @@ void ZmqPeerNet::OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool ans
   if (answer) hello = MakeHello();  // before p->mu: MakeHello takes hello_mu_
   std::lock_guard<std::mutex> l(peer->mu);
   peer->to_incarnation = incarnation;
-  if (!answer || peer->push == nullptr) return;
-  // Our Hello first, so that it hears us (and whether we run) before
-  // anything else, numbered from 1: every frame we sent it before was for
-  // another incarnation of it, or for none (to_incarnation 0: stale there),
-  // except our first Hello, which this one repeats (Handle takes a repeated
-  // Hello without counting it).
-  peer->next_seq = 1;
-  peer->stamped = 0;
-  peer->checkpoint_stamped = 0;
-  SendLocked(node, peer, &hello);
+  std::vector<pb::PeerMessage> waiting;  // frames sent before we heard it (SendLocked)
+  waiting.swap(peer->waiting);
+  if (peer->push == nullptr) return;
+  if (answer) {
+    // Our Hello first, so that it hears us (and whether we run) before
+    // anything else, numbered from 1: every frame we sent it before was
+    // for another incarnation of it, except our first Hello, which this
+    // one repeats (Handle takes a repeated Hello without counting it).
+    peer->next_seq = 1;
+    peer->stamped = 0;
+    peer->checkpoint_stamped = 0;
+    SendLocked(node, peer, &hello);
+  }
+  for (pb::PeerMessage& m : waiting) SendLocked(node, peer, &m);  // in order, after our Hellos
 }
 
 absl::StatusOr<uint64_t> ZmqPeerNet::Handshake(std::chrono::milliseconds timeout) {
@@ -221,11 +225,13 @@ void ZmqPeerNet::TakeHello(const pb::PeerMessage& m, bool heard, bool restarted)
     running_of_[m.from_node()] = m.hello().running();
     rejoining_of_[m.from_node()] = m.hello().rejoining();
     clock_of_[m.from_node()] = ClusterClock{m.hello().start_us(), m.hello().clock_origin_epoch()};
-  } else if (m.to_incarnation() == incarnation_) {
-    // Its answer to our Hello, whose first Hello we had heard already.
+  } else if (m.incarnation() != 0) {
+    // Its answer to our Hello, whose first Hello we had heard already (a
+    // later Hello of a known incarnation names ours: Handle drops others).
     VLOG(1) << "node " << m.from_node() << " answered our hello; heard it already";
   } else {
-    LOG(WARNING) << "node " << m.from_node() << " said hello again in the same incarnation; ignored";
+    LOG(WARNING) << "node " << m.from_node() << " said hello without an incarnation (a binary before peer "
+                 << "protocol 3?); ignored";
   }
   hello_cv_.notify_all();
 }

@@ -1,7 +1,8 @@
 // ZmqPeerNet over real sockets on 127.0.0.1: incarnations and the Hello
 // around a restart (a restarted peer is taken again and told whether the
-// cluster runs, and so is a peer whose first Hello had not heard us; a
-// restart while another node rejoins is refused), the
+// cluster runs, and so is a peer whose first Hello had not heard us, but
+// not a repeated Hello that has not; a restart while another node rejoins
+// is refused), the
 // running peers' cluster clock checked (one clock, not in the future), the
 // incarnation persisted in the data dir, and the peer protocol version.
 #include <chrono>
@@ -253,6 +254,65 @@ TEST(ZmqPeerNet, TheAnswersAtAClusterStartAreNeitherStaleNorAGap) {
   }
 }
 
+// A Hello that has not heard us (to_incarnation 0) is taken only as the
+// first of its sender's incarnation. Again from a known incarnation (a
+// replay of its first Hello, or one numbered far ahead) it is stale, as is
+// one for another incarnation of ours: dropped, it does not move the
+// sender's sequence, whose next real frame arrives. A repeated Hello that
+// names us (an answer) is still taken quietly. Before, both Hellos with
+// to_incarnation 0 were taken: the one numbered ahead opened a gap and
+// node 0's next batch was dropped below it.
+TEST(ZmqPeerNet, ARepeatedHelloThatHasNotHeardUsIsStale) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Pair p;
+  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
+  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  pb::Batch b;
+  b.set_sequencer_id(0);
+  b.set_epoch(1);
+  p.net[0]->SendBatch(1, b);  // after node 0's answer on the same link: both taken once it is
+  for (int i = 0; i < 2000 && p.rec[1].total() < 1; ++i) std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_EQ(p.rec[1].total(), 1u);
+  const ZmqPeerNetStats before = p.net[1]->stats();
+  ASSERT_EQ(before.dropped, 0u);
+  auto hello = [&](uint64_t seq, uint64_t to_incarnation) {
+    pb::PeerMessage m;
+    m.set_from_node(0);
+    m.set_incarnation(p.net[0]->incarnation());
+    m.set_to_incarnation(to_incarnation);
+    m.set_seq(seq);
+    m.mutable_hello()->set_epoch_us(1000);
+    m.mutable_hello()->set_boot_us(WallClockMicros());
+    (*m.mutable_hello()->mutable_settings())["protocol_version"] = absl::StrCat(kPeerProtocolVersion);
+    return m;
+  };
+  SendRaw(c, 1, hello(1, 0));                            // its first Hello replayed
+  SendRaw(c, 1, hello(1000, 0));                         // numbered ahead
+  SendRaw(c, 1, hello(1, p.net[1]->incarnation() + 1));  // for another incarnation of node 1
+  SendRaw(c, 1, hello(1, p.net[1]->incarnation()));      // an answer again: taken
+  auto settled = [&] {
+    const ZmqPeerNetStats s = p.net[1]->stats();
+    return s.stale >= before.stale + 3 && s.good >= before.good + 1;
+  };
+  for (int i = 0; i < 2000 && !settled(); ++i) std::this_thread::sleep_for(milliseconds(5));
+  ZmqPeerNetStats after = p.net[1]->stats();
+  EXPECT_EQ(after.stale, before.stale + 3);
+  EXPECT_EQ(after.dropped, before.dropped + 3);
+  EXPECT_EQ(after.good, before.good + 1) << "the Hello naming node 1";
+  EXPECT_EQ(after.lost, 0u);
+  b.set_epoch(2);
+  p.net[0]->SendBatch(1, b);  // node 0's sequence goes on where it was
+  for (int i = 0; i < 2000 && p.rec[1].total() < 2; ++i) std::this_thread::sleep_for(milliseconds(5));
+  {
+    std::lock_guard<std::mutex> l(p.rec[1].mu);
+    EXPECT_EQ(p.rec[1].epochs, (std::vector<uint64_t>{1, 2}));
+  }
+  after = p.net[1]->stats();
+  EXPECT_EQ(after.lost, 0u);
+  EXPECT_EQ(after.stale, before.stale + 3);
+}
+
 // A Hello as a running peer of this binary sends it (frame 1 of a new
 // incarnation), on the cluster clock (start_us, origin).
 pb::PeerMessage RunningHello(uint32_t from, uint64_t start_us, uint64_t origin) {
@@ -338,6 +398,53 @@ TEST(ZmqPeerNet, ARunningPeersClockThatStartsInTheFutureIsRefused) {
   ASSERT_TRUE(r->has_value());
   EXPECT_EQ((*r)->start_us, past);
   net->Stop();
+}
+
+// Frames other than our Hello for a peer whose Hello we have not heard
+// (node 1 starts later) wait, unnumbered, and leave once it is heard,
+// numbered for its incarnation: all arrive, in order, none stale, no gap;
+// no durable stamp is sent to it meanwhile (our Hello carried it). Before,
+// they left at once with to_incarnation 0: node 1 dropped them as stale,
+// and counted a gap unless node 0's answer renumbered its frames.
+TEST(ZmqPeerNet, FramesForAPeerNotHeardYetWaitForItsHello) {
+  const pb::ClusterConfig c = TwoNodes(1000);
+  Recorder rec0, rec1;
+  std::unique_ptr<ZmqPeerNet> early = StartedNet(c, 0, &rec0);
+  ASSERT_NE(early, nullptr);
+  pb::Batch b;
+  b.set_sequencer_id(0);
+  b.set_epoch(1);
+  early->SendBatch(1, b);
+  pb::TxnResult r;
+  r.set_txn_id(7);
+  early->SendResult(1, r);
+  early->SetDurableEpoch(3);
+  std::this_thread::sleep_for(milliseconds(100));  // 100 epochs: node 0's receive thread stamps its peers
+  std::unique_ptr<ZmqPeerNet> late = StartedNet(c, 1, &rec1);
+  ASSERT_NE(late, nullptr);
+  ASSERT_TRUE(late->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(early->Handshake(milliseconds(10000)).ok());
+  auto arrived = [&] {
+    std::lock_guard<std::mutex> l(rec1.mu);
+    return !rec1.epochs.empty() && !rec1.results.empty() && !rec1.durable.empty();
+  };
+  for (int i = 0; i < 2000 && !arrived(); ++i) std::this_thread::sleep_for(milliseconds(5));
+  b.set_epoch(2);
+  early->SendBatch(1, b);
+  for (int i = 0; i < 2000 && rec1.total() < 3; ++i) std::this_thread::sleep_for(milliseconds(5));
+  {
+    std::lock_guard<std::mutex> l(rec1.mu);
+    EXPECT_EQ(rec1.epochs, (std::vector<uint64_t>{1, 2}));
+    EXPECT_EQ(rec1.results, (std::vector<uint64_t>{7}));
+    EXPECT_EQ(rec1.durable, (std::vector<std::pair<uint32_t, uint64_t>>{{0, 3}}));
+  }
+  const ZmqPeerNetStats s = late->stats();
+  EXPECT_EQ(s.dropped, 0u);
+  EXPECT_EQ(s.stale, 0u);
+  EXPECT_EQ(s.lost, 0u);
+  EXPECT_LE(s.received, 6u) << "Hellos, the two batches and the result: no stamps piled up for node 1";
+  late->Stop();
+  early->Stop();
 }
 
 TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {

@@ -185,6 +185,23 @@ void ZmqPeerNet::SendTo(uint32_t node, pb::PeerMessage* msg) {
 }
 
 void ZmqPeerNet::SendLocked(uint32_t node, Peer* peer, pb::PeerMessage* msg) {
+  if (peer->to_incarnation == 0 && !msg->has_hello()) {
+    // We have not heard the peer's Hello: a frame sent now would carry
+    // to_incarnation 0, which the peer drops as stale (only a Hello may),
+    // yet it would take a sequence number, and the peer would count a gap
+    // at our next frame once it heard us (unless our answer renumbered
+    // them). Not sending it without a number instead would lose it
+    // silently (a batch nobody resends: PeerOutbox and PeerRetention resend
+    // only at a peer's rejoin). So it waits, unnumbered, and leaves in
+    // order, numbered and for the peer's incarnation, right after its
+    // first Hello reached us (OnPeerIncarnation). It is rare: the engine
+    // sends only after the handshake heard every peer, and durable stamps
+    // skip a peer not heard (our Hello carries them).
+    LOG_FIRST_N(WARNING, 5) << "node " << options_.node_id << ": a frame for node " << node
+                            << " waits for its Hello (not heard yet); " << peer->waiting.size() + 1 << " waiting";
+    peer->waiting.push_back(std::move(*msg));
+    return;
+  }
   msg->set_config_hash(config_hash_);
   msg->set_from_node(options_.node_id);
   msg->set_incarnation(incarnation_);
@@ -347,6 +364,20 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
   if (m.to_incarnation() != incarnation_ && !(m.has_hello() && m.to_incarnation() == 0))
     return stale(absl::StrCat("frame from node ", from, " for incarnation ", m.to_incarnation(),
                               " of this node, which is at ", incarnation_, " (queued before this process started)"));
+  // A Hello that has not heard us (to_incarnation 0) is legitimate only as
+  // the first Hello of its sender's incarnation (a process that starts or
+  // restarts): a process says hello once before it hears us (Start), and
+  // every later Hello of it (its answers, OnPeerIncarnation) names our
+  // incarnation. One of an incarnation heard already is a replay or a bug:
+  // dropped, it neither moves the sender's sequence nor passes for an
+  // answer (a follow-up of review 2 finding 7). Incarnation 0 is none (a
+  // binary before protocol 3): never heard, it goes on to TakeHello, whose
+  // settings check names the protocol version.
+  if (m.has_hello() && m.to_incarnation() != incarnation_ && incarnation_of_[from] != 0 &&
+      m.incarnation() == incarnation_of_[from])
+    return drop(PeerDrop::kStale, absl::StrCat("a repeated Hello from node ", from, "'s incarnation ", m.incarnation(),
+                                               " says it has not heard this node (to_incarnation 0), but its first "
+                                               "Hello was taken already: a replay or a bug"));
   bool heard = false, restarted = false;  // a Hello of a new incarnation of the sender
   if (m.incarnation() != incarnation_of_[from]) {
     if (m.has_hello() && m.incarnation() < incarnation_of_[from]) {
@@ -365,10 +396,11 @@ void ZmqPeerNet::Handle(const zmq::message_t& frame, std::optional<uint32_t> aut
     expected_seq_[from] = 1;  // its frames are numbered from 1 again
   }
   uint64_t& expected = expected_seq_[m.from_node()];
-  // A Hello again in the sender's incarnation: its answer to our first
-  // Hello, numbered 1 again (OnPeerIncarnation), which crossed its own
-  // first Hello. Taken (TakeHello ignores it) without moving the
-  // expectation: it carries nothing new, and the sender's next frame is 2.
+  // A Hello again in the sender's incarnation (naming ours, checked
+  // above): its answer to our first Hello, numbered 1 again
+  // (OnPeerIncarnation), which crossed its own first Hello. Taken
+  // (TakeHello ignores it) without moving the expectation: it carries
+  // nothing new, and the sender's next frame is 2.
   const bool hello_again = m.has_hello() && !heard && m.seq() < expected;
   if (m.seq() < expected && !hello_again) {
     // A resent or replayed frame: dropped, and the expectation stays
@@ -443,7 +475,11 @@ void ZmqPeerNet::SendDurableStamps(bool force) {
     {
       Peer& p = *peers_[n];
       std::lock_guard<std::mutex> l(p.mu);
-      if (p.push == nullptr || (p.stamped >= durable && p.checkpoint_stamped >= checkpoint)) continue;
+      // Not to a peer not heard yet (it would wait, SendLocked): our Hello
+      // carries the stamps, and the next one leaves once it is heard.
+      if (p.push == nullptr || p.to_incarnation == 0 ||
+          (p.stamped >= durable && p.checkpoint_stamped >= checkpoint))
+        continue;
       if (!force && now - p.last_send < std::chrono::microseconds(options_.epoch_us)) continue;
     }
     pb::PeerMessage m;

@@ -26,7 +26,9 @@
 //         clock: a restarted node then rejoins, Engine::Rejoin). A first
 //         Hello sent before its sender heard us (to_incarnation 0) is
 //         answered alike: ours may have reached only an earlier process of
-//         it. Frames of
+//         it. Only the first Hello of an incarnation may say so: its later
+//         ones (answers) name ours, and a repeated one that has not heard
+//         us (a replay) is stale. Frames of
 //         an older incarnation of the sender, or for an older incarnation
 //         of this node (queued while it was down), are stale: dropped.
 //         With options.curve the peer port is a CURVE server that admits
@@ -41,6 +43,9 @@
 //         queue the frame on the peer's PUSH socket without blocking (no
 //         high-water mark: a stalled peer costs memory, never a blocked
 //         worker). Remote reads for a local partition skip the network.
+//         A frame (other than our Hello) for a peer whose Hello we have
+//         not heard waits, unnumbered, until we hear it: sent at once it
+//         would be stale there and leave a gap in our numbering.
 //
 // Ordering: ZeroMQ keeps frames in order per (PUSH, PULL) pair and delivers
 // each at most once; while a peer is down its frames wait in the pipe.
@@ -246,6 +251,9 @@ class ZmqPeerNet final : public PeerLink {
     uint64_t stamped = 0;                  // guarded by mu: the durable epoch last sent to it
     uint64_t checkpoint_stamped = 0;       // guarded by mu: the checkpoint epoch last sent to it
     std::chrono::steady_clock::time_point last_send;  // guarded by mu
+    // Guarded by mu: frames other than our Hello sent while to_incarnation
+    // is 0, not numbered yet; they leave when its first Hello is heard.
+    std::vector<pb::PeerMessage> waiting;
   };
   // Sends a message with no body, only the durable (and checkpoint) epoch,
   // to every peer that has not been told the current one and (unless force)
@@ -255,6 +263,8 @@ class ZmqPeerNet final : public PeerLink {
 
   explicit ZmqPeerNet(const ZmqPeerNetOptions& options);
   void SendTo(uint32_t node, pb::PeerMessage* msg);
+  // Stamps, numbers and queues msg (moved from); a frame other than a
+  // Hello for a peer not heard yet waits in peer->waiting instead.
   // REQUIRES: peer->mu held, peer->push set.
   void SendLocked(uint32_t node, Peer* peer, pb::PeerMessage* msg);
   // Our Hello (with the running cluster's clock once SetRunning was called).
@@ -262,7 +272,8 @@ class ZmqPeerNet final : public PeerLink {
   // A peer's Hello named an incarnation: the first we hear of it or a
   // newer one. Our frames to it carry it from now on; answer (the peer
   // restarted, or had not heard us: review 2 finding 7): they are numbered
-  // from 1 again and begin with our Hello.
+  // from 1 again and begin with our Hello. Then the frames that waited for
+  // its first Hello (Peer::waiting) leave.
   void OnPeerIncarnation(uint32_t node, uint64_t incarnation, bool answer);
   // A Hello that passed Handle's checks (receive thread): heard, the first
   // of the sender's incarnation; restarted, of a newer one than before.

@@ -8,9 +8,27 @@
 namespace detdb {
 
 namespace {
-// What a kept message costs beyond its bytes (vector slot, map node share).
-constexpr uint64_t kOverhead = 64;
+// What one heap allocation costs beyond what it asked for: the allocator's
+// header and the rounding up to 16 bytes (glibc malloc), on average.
+constexpr uint64_t kAllocationOverhead = 16;
+// make_shared's control block beside the object: the vtable pointer and
+// the use and weak counts.
+constexpr uint64_t kControlBlock = sizeof(void*) + 2 * sizeof(int);
 }  // namespace
+
+uint64_t PeerRetention::MemoryOf(const google::protobuf::Message& kept, size_t slot) {
+  // SpaceUsedLong: the object and what its fields allocated (strings beyond
+  // the inline buffer, repeated fields' arrays and elements), by
+  // reflection; not the allocator's headers of those. Its slot in the
+  // epoch's vector twice: a vector's capacity runs up to double its size.
+  return kept.SpaceUsedLong() + kControlBlock + kAllocationOverhead + 2 * slot;
+}
+
+uint64_t PeerRetention::EpochBytes() {
+  // A map node: the red-black tree's node header (colour, three pointers),
+  // the key and the Kept (two vectors), in one allocation.
+  return 4 * sizeof(void*) + sizeof(uint64_t) + sizeof(Kept) + kAllocationOverhead;
+}
 
 PeerRetention::PeerRetention(uint32_t num_nodes, uint32_t self, uint64_t max_message_bytes)
     : self_(self), max_message_bytes_(max_message_bytes) {
@@ -79,23 +97,28 @@ void PeerRetention::OnReceivedBatch(uint32_t node, std::shared_ptr<const pb::Bat
 
 void PeerRetention::OnSentReads(uint32_t node, PartitionId to, const pb::RemoteReads& msg) {
   const uint64_t epoch = EpochBatcher::IdEpoch(msg.txn_id());
-  const uint64_t bytes = msg.ByteSizeLong() + kOverhead;
-  auto kept = std::make_shared<const pb::RemoteReads>(msg);  // the copy before the lock
+  // The copy and its size before the lock (the size walks it by reflection).
+  auto kept = std::make_shared<const pb::RemoteReads>(msg);
+  uint64_t bytes = MemoryOf(*kept, sizeof(KeptReads));
   Node& n = *nodes_.at(node);
   std::lock_guard<std::mutex> l(n.mu);
   if (epoch < n.kept_from) return;
-  n.messages[epoch].reads.push_back(KeptReads{to, std::move(kept), bytes});
+  auto [it, new_epoch] = n.messages.try_emplace(epoch);
+  if (new_epoch) bytes += EpochBytes();  // charged with its first message, dropped with the epoch
+  it->second.reads.push_back(KeptReads{to, std::move(kept), bytes});
   ChargeLocked(&n, node, bytes);
 }
 
 void PeerRetention::OnSentResult(uint32_t node, const pb::TxnResult& result) {
   const uint64_t epoch = EpochBatcher::IdEpoch(result.txn_id());
-  const uint64_t bytes = result.ByteSizeLong() + kOverhead;
   auto kept = std::make_shared<const pb::TxnResult>(result);
+  uint64_t bytes = MemoryOf(*kept, sizeof(KeptResult));
   Node& n = *nodes_.at(node);
   std::lock_guard<std::mutex> l(n.mu);
   if (epoch < n.kept_from) return;
-  n.messages[epoch].results.push_back(KeptResult{std::move(kept), bytes});
+  auto [it, new_epoch] = n.messages.try_emplace(epoch);
+  if (new_epoch) bytes += EpochBytes();
+  it->second.results.push_back(KeptResult{std::move(kept), bytes});
   ChargeLocked(&n, node, bytes);
 }
 

@@ -18,9 +18,10 @@
 //    kept_from starts at the first epoch this node (re)executed (Start) and
 //    rises to the anchor + 1 (SetAnchor: the newest checkpoint every node
 //    holds, scheduler/checkpoint_agreement.h; a rejoining node starts from
-//    one at or after it); at most max_message_bytes per node are kept, the
-//    oldest epochs beyond are dropped (kept_from rises; a rejoin that needs
-//    them is refused, loudly).
+//    one at or after it); at most max_message_bytes per node are kept
+//    (their memory, as charged: message_bytes), the oldest epochs beyond
+//    are dropped (kept_from rises; a rejoin that needs them is refused,
+//    loudly).
 //
 // Only a node with an input log keeps anything: without one no node's
 // durable epoch ever rises, so nothing would ever be dropped, and a node
@@ -87,16 +88,21 @@ class PeerRetention {
   };
   // The kept messages for node of epochs from `from` on and below `until`,
   // whole epochs, at least one epoch (if any is kept below until) and about
-  // max_bytes at most. A snapshot: the node's mutex is held only to pick
-  // the messages (a pointer each); they are copied after it is released
-  // (review 1 finding 14: senders to that node do not wait for the copy),
-  // and messages kept or dropped meanwhile do not change the answer.
+  // max_bytes at most (as charged: their memory). A snapshot: the node's
+  // mutex is held only to pick the messages (a pointer each); they are
+  // copied after it is released (review 1 finding 14: senders to that node
+  // do not wait for the copy), and messages kept or dropped meanwhile do
+  // not change the answer.
   Messages MessagesFrom(uint32_t node, uint64_t from, uint64_t max_bytes, uint64_t until = UINT64_MAX) const;
   // Called by MessagesFrom after it released the node's mutex and before it
   // copies (tests: a send that must not wait for the copy). REQUIRES: no
   // MessagesFrom running.
   void SetCopyHook(std::function<void()> hook) { copy_hook_ = std::move(hook); }
 
+  // The memory the kept remote reads and results take, as charged (each
+  // message's in-memory size and its containers' share, not its serialized
+  // size); max_message_bytes caps it per node. Exact: trimming subtracts
+  // what keeping added.
   uint64_t message_bytes() const { return message_bytes_.load(std::memory_order_relaxed); }
   // Batches (sent and received parts) kept now, and their serialized bytes.
   uint64_t batches() const { return batches_.load(std::memory_order_relaxed); }
@@ -105,7 +111,8 @@ class PeerRetention {
 
  private:
   // A kept message: immutable once kept, shared with MessagesFrom's
-  // snapshots; bytes as charged (its serialized size + kOverhead).
+  // snapshots; bytes as charged (MemoryOf, computed once when kept, plus
+  // EpochBytes for an epoch's first message): what trimming subtracts.
   struct KeptReads {
     PartitionId to = 0;
     std::shared_ptr<const pb::RemoteReads> msg;
@@ -132,6 +139,17 @@ class PeerRetention {
     std::map<uint64_t, Kept> messages;                                     // guarded by mu: by txn epoch
     uint64_t bytes = 0;                                                    // guarded by mu
   };
+  // What a kept message costs in memory: the message itself (protobuf's
+  // SpaceUsedLong), its shared_ptr's control block and allocation, and its
+  // slot (slot bytes) in its epoch's vector. Review 1 finding 11: the
+  // serialized size plus 64 bytes understated it several times over. Still
+  // uncounted: the allocator's headers of the message's own allocations
+  // (SpaceUsedLong counts what they asked for), about a quarter more for a
+  // message of many small values. Costs a walk by reflection, about as
+  // long as the copy kept.
+  static uint64_t MemoryOf(const google::protobuf::Message& kept, size_t slot);
+  // What an epoch's entry in Node::messages costs (its map node).
+  static uint64_t EpochBytes();
   // Adds bytes to node n's messages and drops its oldest epochs beyond the
   // cap. REQUIRES: n.mu held.
   void ChargeLocked(Node* n, uint32_t node, uint64_t bytes);
