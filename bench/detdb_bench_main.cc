@@ -54,6 +54,9 @@ DEFINE_string(timeseries, "",
               "micro and tpcc: also write one CSV row per second per run to FILE (txns/s, p50 and p99 latency of "
               "that second); bench/plot_timeseries.py FILE OUT.png plots it");
 DEFINE_uint32(rounds, 1, "Run the lock managers this many times, interleaved; report each one's median run");
+DEFINE_string(admission_trace, "",
+              "micro, one lock manager, one round: record every admission round (its signals and window) in this "
+              "file; replay it with `detdb-bench admission-replay FILE` (docs/ENGINE.md)");
 DEFINE_string(cluster, "", "Run against the detdb cluster of this config (deploy/local_cluster.sh up prints it)");
 DEFINE_string(curve_key_file, "",
               "--cluster with CURVE: this client's secret-key file (mode 0600; its public key in the nodes' "
@@ -278,6 +281,23 @@ int Micro() {
       return 1;
     }
   }
+  // The measured run only (not the warm-up).
+  std::unique_ptr<AdmissionTrace> trace;
+  if (!FLAGS_admission_trace.empty()) {
+    if (names.size() != 1 || FLAGS_rounds > 1) {
+      fprintf(stderr, "detdb-bench: --admission_trace records one run: one --lock_manager, no --compare or --rounds\n");
+      return 2;
+    }
+    auto t = AdmissionTrace::Create(FLAGS_admission_trace, {.workers = o.workers,
+                                                            .max_active = o.lock.max_active,
+                                                            .adaptive = o.adaptive_admission});
+    if (!t.ok()) {
+      fprintf(stderr, "detdb-bench: %s\n", std::string(t.status().message()).c_str());
+      return 2;
+    }
+    trace = std::move(*t);
+    o.admission_trace = trace.get();
+  }
   // Rounds interleave the lock managers, so slow drifts of a shared machine
   // hit all of them alike; each one's median run is reported.
   std::map<std::string, std::vector<MicroRunResult>> runs;
@@ -305,6 +325,13 @@ int Micro() {
     }
   }
   if (!CloseTimeseries(&ts)) return 1;
+  if (trace != nullptr) {
+    if (absl::Status s = trace->Close(); !s.ok()) {
+      fprintf(stderr, "detdb-bench: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    if (!FLAGS_json) fprintf(stderr, "  admission trace: %s\n", FLAGS_admission_trace.c_str());
+  }
   std::vector<MicroRunResult> results;
   for (const std::string& name : names) {
     std::vector<MicroRunResult>& v = runs[name];
@@ -375,8 +402,9 @@ int main(int argc, char** argv) {
   const std::string cmd = argc >= 2 ? argv[1] : "";
   const bool tpcc = cmd == "tpcc";
   const bool figure = cmd == "figure" && argc >= 3 && argv[2][0] != '-';
+  const bool replay = cmd == "admission-replay" && argc >= 3 && argv[2][0] != '-';
   if (cmd != "micro" && cmd != "tpcc" && cmd != "calibrate" && cmd != "simulate" && cmd != "crash" && cmd != "lil" &&
-      !figure) {
+      !figure && !replay) {
     fprintf(stderr, "usage: detdb-bench micro [--compare] [--lock_manager=NAME] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench tpcc [--compare] [--warehouses=N] [--mix=full] [--cluster=CONFIG] [flags]\n"
                     "       detdb-bench calibrate --out=FILE       (the simulation's costs on this host)\n"
@@ -385,12 +413,13 @@ int main(int argc, char** argv) {
                     "       detdb-bench figure elision --out=DIR   (seed 001: index latches, lock elision)\n"
                     "       detdb-bench crash --nodes=3 --kills=K --seed=S [--crash_mode=one|all|mixed]\n"
                     "       detdb-bench lil [--lil_agents=1,2,4] [--lil_absolute=...] [--rounds=N] [--json]  (seed 000 Fig. 4)\n"
+                    "       detdb-bench admission-replay FILE [--changes]  (a trace of micro --admission_trace=FILE)\n"
                     "       detdb-bench micro --helpshort   (all flags)\n");
     return 2;
   }
-  // Drop the subcommand (and a figure's name), then parse flags.
-  const std::string figure_name = figure ? argv[2] : "";
-  const int drop = figure ? 2 : 1;
+  // Drop the subcommand (and a figure's name or a trace file), then parse flags.
+  const std::string figure_name = figure || replay ? argv[2] : "";
+  const int drop = figure || replay ? 2 : 1;
   argv[drop] = argv[0];
   argv += drop;
   argc -= drop;
@@ -401,5 +430,6 @@ int main(int argc, char** argv) {
   if (cmd == "simulate") return detdb::SimulateCommand();
   if (cmd == "crash") return detdb::CrashCommand();
   if (cmd == "lil") return detdb::IntentLockCommand();
+  if (replay) return detdb::AdmissionReplayCommand(figure_name);
   return tpcc ? detdb::tpcc::TpccCommand() : detdb::Micro();
 }

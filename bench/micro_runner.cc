@@ -80,6 +80,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
   eo.release_on_workers = o.release_on_workers;
   eo.adaptive_admission = o.adaptive_admission;
   eo.staged_alloc = o.staged_alloc;
+  eo.admission_trace = o.admission_trace;
   eo.lock_manager = o.lock_manager;
   eo.intent_locks = o.intent_locks;
   eo.lock = o.lock;

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "workloads/micro/micro.h"
 #include "lockmgr/lock_manager.h"
+#include "scheduler/admission_trace.h"
 #include "scheduler/log_stage.h"
 #include "bench/histogram.h"
 
@@ -29,6 +30,7 @@ struct MicroRunOptions {
   bool release_on_workers = true;  // see SchedulerOptions
   bool adaptive_admission = true;  // see SchedulerOptions
   bool staged_alloc = false;       // see SchedulerOptions
+  AdmissionTrace* admission_trace = nullptr;  // see SchedulerOptions; not owned
   uint64_t epoch_us = 1000;
   LockManagerOptions lock;
   uint64_t txns = 0;               // stop after this many txns (0: use duration)

@@ -29,6 +29,8 @@ int StagedFigure();
 // (plot_script: bench/plot_figure.py).
 int IntentLockCommand();
 int IntentLockFigure(const std::string& plot_script);
+// bench/admission_command.cc: `detdb-bench admission-replay FILE`.
+int AdmissionReplayCommand(const std::string& path);
 // The microbenchmark, simulation and real-run options the flags give.
 MicroOptions MicroFromFlags();
 SimOptions SimFromFlags();

@@ -71,6 +71,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     so.release_on_workers = options.release_on_workers;
     so.adaptive_admission = options.adaptive_admission;
     so.staged_alloc = options.staged_alloc;
+    so.admission_trace = options.admission_trace;
     so.lock_manager = options.lock_manager;
     so.lock = options.lock;
     so.num_sequencers = options.peers != nullptr ? options.peers->num_nodes() : 1;

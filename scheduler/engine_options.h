@@ -37,6 +37,7 @@ struct EngineOptions {
   bool release_on_workers = true;     // see SchedulerOptions
   bool adaptive_admission = true;     // see SchedulerOptions (admission.h)
   bool staged_alloc = false;          // see SchedulerOptions (staged_states.h)
+  AdmissionTrace* admission_trace = nullptr;  // see SchedulerOptions (admission_trace.h); not owned
   std::string lock_manager = "dclp";
   LockManagerOptions lock;
   uint64_t epoch_us = 1000;

@@ -90,6 +90,9 @@ struct SchedulerOptions {
   // Txn states from per-sub-batch slabs freed in bulk (seed 003;
   // PartitionCoreOptions::staged_alloc, staged_states.h).
   bool staged_alloc = false;
+  // Records every admission round (PartitionCoreOptions::admission_trace;
+  // not owned, outlives the scheduler; null: none).
+  AdmissionTrace* admission_trace = nullptr;
   // Remote reads (remote_reads_guard.h): txn ids carry their epoch (cluster
   // mode); how far ahead reads of a txn not taken yet are held; how many
   // bytes of them at most; which partitions are in this process (null: all).

@@ -56,7 +56,9 @@ PartitionCore::PartitionCore(const PartitionCoreOptions& options, std::unique_pt
       staged_(options.staged_alloc ? std::make_unique<StagedStates>() : nullptr),
       admission_({.workers = options.workers,
                   .max_active = options.max_active,
-                  .adaptive = options.adaptive_admission}) {}
+                  .adaptive = options.adaptive_admission}),
+      trace_(options.admission_trace),
+      trace_partition_(options.trace_partition) {}
 
 bool PartitionCore::InputAvailable() {
   if (lookahead_ != nullptr || cursor_ < current_.txns.size()) return true;
@@ -162,6 +164,7 @@ AdmitResult PartitionCore::Admit(int slice, const RunnerState& state, ReadyList*
   sig.parked = state.parked;
   sig.now_us = state.now_us;
   admission_.Adjust(sig);
+  if (trace_ != nullptr) trace_->Record(trace_partition_, sig, admission_);
   admission_blocked_ = !lm_->CanAdmit() || !admission_.MayAdmit(active_) || table_op_waiting_ || table_op_running_;
   window_bound_ = sig.window_bound && !admission_.MayAdmit(active_);
   if (sig.window_bound && admission_.MayAdmit(active_)) out.progress = true;  // it grew: admit at once

@@ -39,6 +39,7 @@
 #include "lockmgr/lock_manager.h"
 #include "proto/detdb.pb.h"
 #include "scheduler/admission.h"
+#include "scheduler/admission_trace.h"
 #include "scheduler/partition_txn.h"
 #include "scheduler/remote_reads_guard.h"
 #include "scheduler/staged_states.h"
@@ -109,6 +110,10 @@ struct PartitionCoreOptions {
   // Txn states from per-sub-batch slabs freed in bulk (staged_states.h)
   // instead of a pool of reused states with their own heap memory.
   bool staged_alloc = false;
+  // Each admission round's signals and window are recorded here (not
+  // owned; null: none), as partition `trace_partition` (admission_trace.h).
+  AdmissionTrace* admission_trace = nullptr;
+  uint32_t trace_partition = 0;
 };
 
 // What one Admit() call did (the runner's statistics).
@@ -189,6 +194,8 @@ class PartitionCore {
   std::unique_ptr<StagedStates> staged_;                   // staged_alloc
   uint64_t active_ = 0;
   AdmissionController admission_;
+  AdmissionTrace* const trace_;  // may be null
+  const uint32_t trace_partition_;
   bool input_idle_ = false;         // the last admission found no input
   // A table operation (PartitionTxn::table_op) is admitted alone: it waits
   // (in lookahead_) until every earlier txn is released, and nothing is
