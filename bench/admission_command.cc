@@ -39,19 +39,21 @@ int AdmissionReplayCommand(const std::string& path) {
       rc = 1;
       continue;
     }
-    // The window over time: the share of the trace's time at each window.
+    // The partition's rounds: its first and last time.
+    bool have_first = false;
     uint64_t first_us = 0, last_us = 0;
     for (const AdmissionTraceRecord& r : file->records) {
       if (r.partition != p) continue;
-      if (first_us == 0) first_us = r.signals.now_us;
-      last_us = r.signals.now_us;
+      if (!have_first) first_us = r.signals.now_us, have_first = true;
+      last_us = std::max(last_us, r.signals.now_us);
     }
     std::map<std::string, uint64_t> causes;
     for (const AdmissionChange& c : *changes) ++causes[c.cause];
     printf("partition %u: %zu window changes over %.3f s, replayed exactly\n", p, changes->size(),
            static_cast<double>(last_us - first_us) / 1e6);
-    for (const auto& [cause, n] : causes) printf("  %-14s %lu\n", cause.c_str(), static_cast<unsigned long>(n));
-    // Time-weighted window: min, median, max, last.
+    for (const auto& [cause, n] : causes) printf("  %-22s %lu\n", cause.c_str(), static_cast<unsigned long>(n));
+    // Time-weighted window: min, median, max, last. A span is the time
+    // from one change to the next (0 if a hand-edited trace goes back).
     std::vector<std::pair<uint64_t, uint64_t>> spans;  // (window, microseconds at it)
     uint64_t w = 0, since = first_us;
     bool have = false;
@@ -61,21 +63,23 @@ int AdmissionReplayCommand(const std::string& path) {
         w = r.window;
         have = true;
       } else if (r.window != w) {
-        spans.push_back({w, r.signals.now_us - since});
+        spans.push_back({w, r.signals.now_us > since ? r.signals.now_us - since : 0});
         w = r.window;
-        since = r.signals.now_us;
+        since = std::max(since, r.signals.now_us);
       }
     }
-    spans.push_back({w, last_us - since});
+    spans.push_back({w, last_us > since ? last_us - since : 0});
     std::sort(spans.begin(), spans.end());
     uint64_t total = 0;
     for (const auto& s : spans) total += s.second;
-    uint64_t acc = 0, median = spans.front().first;
-    for (const auto& s : spans) {
-      acc += s.second;
-      if (2 * acc >= total) {
-        median = s.first;
-        break;
+    uint64_t acc = 0, median = w;  // no time passed: the last window
+    if (total > 0) {
+      for (const auto& s : spans) {
+        acc += s.second;
+        if (2 * acc >= total) {
+          median = s.first;
+          break;
+        }
       }
     }
     printf("  window: min %lu, median over time %lu, max %lu, at the end %lu\n",

@@ -227,6 +227,10 @@ int MicroCluster() {
 }
 
 int Micro() {
+  if (!FLAGS_cluster.empty() && !FLAGS_admission_trace.empty()) {
+    fprintf(stderr, "detdb-bench: --admission_trace records an in-process run, not --cluster\n");
+    return 2;
+  }
   if (!FLAGS_cluster.empty()) return MicroCluster();
   MicroRunOptions o = RealFromFlags();
   o.txns = FLAGS_txns;
@@ -263,6 +267,22 @@ int Micro() {
     }
     fflush(stdout);
   }
+  // The measured run only (set after the warm-up copied the options).
+  std::unique_ptr<AdmissionTrace> trace;
+  if (!FLAGS_admission_trace.empty()) {
+    if (names.size() != 1 || FLAGS_rounds > 1) {
+      fprintf(stderr, "detdb-bench: --admission_trace records one run: one --lock_manager, no --compare or --rounds\n");
+      return 2;
+    }
+    auto t = AdmissionTrace::Create(FLAGS_admission_trace, {.workers = o.workers,
+                                                            .max_active = o.lock.max_active,
+                                                            .adaptive = o.adaptive_admission});
+    if (!t.ok()) {
+      fprintf(stderr, "detdb-bench: %s\n", std::string(t.status().message()).c_str());
+      return 2;
+    }
+    trace = std::move(*t);
+  }
   // Runs must not depend on their position in the sequence: keep freed memory
   // in the process (no mmap for big blocks, no trimming), so every run reuses
   // pages the warm-up run already faulted in, instead of the first run
@@ -281,23 +301,7 @@ int Micro() {
       return 1;
     }
   }
-  // The measured run only (not the warm-up).
-  std::unique_ptr<AdmissionTrace> trace;
-  if (!FLAGS_admission_trace.empty()) {
-    if (names.size() != 1 || FLAGS_rounds > 1) {
-      fprintf(stderr, "detdb-bench: --admission_trace records one run: one --lock_manager, no --compare or --rounds\n");
-      return 2;
-    }
-    auto t = AdmissionTrace::Create(FLAGS_admission_trace, {.workers = o.workers,
-                                                            .max_active = o.lock.max_active,
-                                                            .adaptive = o.adaptive_admission});
-    if (!t.ok()) {
-      fprintf(stderr, "detdb-bench: %s\n", std::string(t.status().message()).c_str());
-      return 2;
-    }
-    trace = std::move(*t);
-    o.admission_trace = trace.get();
-  }
+  o.admission_trace = trace.get();  // null without --admission_trace
   // Rounds interleave the lock managers, so slow drifts of a shared machine
   // hit all of them alike; each one's median run is reported.
   std::map<std::string, std::vector<MicroRunResult>> runs;
@@ -418,7 +422,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Drop the subcommand (and a figure's name or a trace file), then parse flags.
-  const std::string figure_name = figure || replay ? argv[2] : "";
+  const std::string figure_name = figure || replay ? argv[2] : "";  // the name or the file
   const int drop = figure || replay ? 2 : 1;
   argv[drop] = argv[0];
   argv += drop;
@@ -429,6 +433,10 @@ int main(int argc, char** argv) {
   if (figure) return detdb::FigureCommand(figure_name);
   if (cmd == "simulate") return detdb::SimulateCommand();
   if (cmd == "crash") return detdb::CrashCommand();
+  if (!FLAGS_admission_trace.empty() && cmd != "micro") {
+    fprintf(stderr, "detdb-bench: --admission_trace is a flag of micro\n");
+    return 2;
+  }
   if (cmd == "lil") return detdb::IntentLockCommand();
   if (replay) return detdb::AdmissionReplayCommand(figure_name);
   return tpcc ? detdb::tpcc::TpccCommand() : detdb::Micro();

@@ -212,6 +212,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
     // A restart on the log: load the tables (not timed), then Start replays.
     engine->reset();
     MicroClient sink(1);
+    eo.admission_trace = nullptr;  // the trace is of the measured run only
     auto again = Engine::Create(eo, &partitioner, &procedures);
     if (!again.ok()) return again.status();
     for (PartitionId p = 0; p < o.workload.partitions; ++p) {

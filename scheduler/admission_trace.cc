@@ -39,6 +39,7 @@ void AdmissionTrace::Record(uint32_t partition, const AdmissionSignals& s, const
 absl::Status AdmissionTrace::Close() {
   std::lock_guard<std::mutex> l(mu_);
   if (f_ == nullptr) return absl::OkStatus();
+  if (std::ferror(f_) != 0) failed_ = true;
   const bool close_failed = std::fclose(f_) != 0;
   f_ = nullptr;
   if (failed_ || close_failed) return absl::DataLossError("admission trace: a write failed (disk full?)");
@@ -58,7 +59,8 @@ absl::StatusOr<AdmissionTraceFile> ReadAdmissionTrace(const std::string& path) {
     unsigned workers = 0, max_active = 0;
     int adaptive = -1;
     char tail = 0;
-    if (std::sscanf(line.c_str() + sizeof(kHeader) - 1, " workers=%u max_active=%u adaptive=%d %c", &workers,
+    if (line.find('-') != std::string::npos ||
+        std::sscanf(line.c_str() + sizeof(kHeader) - 1, " workers=%u max_active=%u adaptive=%d %c", &workers,
                     &max_active, &adaptive, &tail) != 3 ||
         workers == 0 || (adaptive != 0 && adaptive != 1))
       return absl::InvalidArgumentError(absl::StrCat(path, ":1: malformed header \"", line, "\""));
@@ -68,6 +70,9 @@ absl::StatusOr<AdmissionTraceFile> ReadAdmissionTrace(const std::string& path) {
   while (std::getline(in, line)) {
     ++n;
     if (line.empty()) continue;
+    // Unsigned fields only: >> would wrap a negative number.
+    if (line.find('-') != std::string::npos)
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": negative number in \"", line, "\""));
     std::istringstream f(line);
     AdmissionTraceRecord r;
     int bound = 0, ran_out = 0, climbing = 0;
@@ -104,13 +109,14 @@ absl::StatusOr<std::vector<AdmissionChange>> ReplayAdmission(const AdmissionOpti
           absl::StrCat("partition ", partition, ", round ", round, " (", r.signals.now_us, " us): the replay's window ",
                        c.window(), c.climbing() ? " (climbing)" : "", ", the trace's ", r.window,
                        r.climbing ? " (climbing)" : "",
-                       ": other options (--workers, --max_active) or another build of the controller"));
+                       ": other options than the trace's header says, a trace of more than one run, or "
+                       "another build of the controller"));
     if (c.window() == from) continue;
     // The counters that moved, the most specific first.
     const char* cause = c.shrinks_undone() != su ? "shrink undone"
                         : c.grows_undone() != gu ? "grow undone"
                         : c.climbs_undone() != cu ? "climb undone"
-                        : c.climbs_kept() != ck  ? "climb kept"
+                        : c.climbs_kept() != ck  ? "climb kept, next step"
                         : c.grows() != grows     ? "grow"
                         : c.shrinks() != shrinks ? "shrink"
                                                  : "climb step";

@@ -12,9 +12,10 @@
 // partition now_us starved admitted blocked window_bound input_ran_out
 // released parked window climbing.
 //
-// Thread-safety: Record() may be called from any thread (a mutex; the
-// lock thread and releasing workers both run admission rounds). The
-// functions below it are plain functions.
+// Thread-safety: Record() may be called from any thread (a mutex: every
+// partition's lock thread records into the same trace; one partition's
+// rounds come from its lock thread alone, under its lm_mu_, so they are in
+// the order Adjust saw them). The functions below it are plain functions.
 #ifndef DETDB_SCHEDULER_ADMISSION_TRACE_H_
 #define DETDB_SCHEDULER_ADMISSION_TRACE_H_
 
@@ -75,8 +76,10 @@ struct AdmissionChange {
   uint64_t at_us = 0;        // the record's clock
   uint64_t from = 0, to = 0;
   // What the controller counted at this round: "grow", "shrink",
-  // "grow undone", "shrink undone", "climb kept", "climb undone", or
-  // "climb step" (a climb's trial started).
+  // "grow undone", "shrink undone", "climb undone", "climb kept, next
+  // step" or "climb step" (a climb's trial started). Counters can also
+  // move without a change (a trial kept where the climb ends, a step handed
+  // over to the plain rules), so these need not add up to grows()/shrinks().
   std::string cause;
   bool climbing = false;     // climbing after it
 };

@@ -2,6 +2,7 @@
 // failed write are clear errors.
 #include "scheduler/admission_trace.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -124,6 +125,16 @@ TEST(AdmissionTrace, MalformedFilesAreClearErrors) {
   r = ReadAdmissionTrace(path);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(":2: extra field"), std::string::npos) << r.status();
+
+  WriteFile(path, header + "-1 1 0 8 0 1 0 0 0 10 0\n");
+  r = ReadAdmissionTrace(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(":2: negative number"), std::string::npos) << r.status();
+
+  WriteFile(path, "# detdb admission trace v1 workers=-1 max_active=10 adaptive=1\n");
+  r = ReadAdmissionTrace(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(":1: malformed header"), std::string::npos) << r.status();
 
   WriteFile(path, header + "0 1 0 8 0 1 0 0 0 10 0\n\n");
   r = ReadAdmissionTrace(path);
