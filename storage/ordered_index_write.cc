@@ -141,9 +141,16 @@ Record* OrderedIndex::InsertCore(Key k, Record** value_slot, Record* (*make)(voi
       if (hint != nullptr) hint->leaf = leaf;
       break;
     }
-    // Made outside any latch and kept across attempts; the latching below
-    // checks that the leaf did not change meanwhile.
-    if (*value_slot == nullptr) *value_slot = make(ctx);
+    // k is absent from the leaf at the version read (checked first, so that
+    // make runs only on a consistent read: a read torn by a concurrent split
+    // or shift of the leaf can miss a present k, and make would run for a
+    // key that was there all along). Made outside any latch and kept across
+    // attempts; the latching below checks that the leaf did not change
+    // meanwhile.
+    if (*value_slot == nullptr) {
+      if (!Unchanged(leaf, p.version[li])) continue;
+      *value_slot = make(ctx);
+    }
     Record* const value = *value_slot;
     if (c < static_cast<uint32_t>(leaf_capacity_)) {
       // The common case: room in the leaf. Latched at the version read, so
