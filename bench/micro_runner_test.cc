@@ -21,15 +21,13 @@ TEST(LatencyHistogram, PercentilesWithinBucketError) {
   EXPECT_GE(h.Percentile(1.0), 1000000u);
 }
 
-// Every lock manager commits the same txns and reaches the same state.
-TEST(RunMicro, EveryLockManagerReachesTheSameDigest) {
+// A short run of 3,000 txns on 2 partitions, 20% of them multi-partition.
+MicroRunOptions SmallRun() {
   MicroRunOptions o;
   o.workload.partitions = 2;
   o.workload.records_per_partition = 2000;
   o.workload.contention = 0.05;
-  o.workload.write_fraction = 0.7;
   o.workload.multipartition = 0.2;
-  o.workers = 2;
   o.epoch_us = 300;
   o.txns = 3000;
   o.outstanding = 300;
@@ -37,6 +35,14 @@ TEST(RunMicro, EveryLockManagerReachesTheSameDigest) {
   // Without the per-operation invariant check of debug builds (the engine's
   // and lockmgr's tests run it): under TSan it made this test take 45 s.
   o.lock.check_invariants = false;
+  return o;
+}
+
+// Every lock manager commits the same txns and reaches the same state.
+TEST(RunMicro, EveryLockManagerReachesTheSameDigest) {
+  MicroRunOptions o = SmallRun();
+  o.workload.write_fraction = 0.7;
+  o.workers = 2;
   uint64_t digest = 0;
   for (const std::string& name : LockManagerNames()) {
     o.lock_manager = name;
@@ -59,16 +65,7 @@ TEST(RunMicro, EveryLockManagerReachesTheSameDigest) {
 // rounds, and fresh controllers fed them choose the recorded windows.
 TEST(RunMicro, AnAdmissionTraceReplaysExactly) {
   const std::string path = ::testing::TempDir() + "/run_micro.admission_trace";
-  MicroRunOptions o;
-  o.workload.partitions = 2;
-  o.workload.records_per_partition = 2000;
-  o.workload.contention = 0.05;
-  o.workload.multipartition = 0.2;
-  o.epoch_us = 300;
-  o.txns = 3000;
-  o.outstanding = 300;
-  o.lock.table_size = 1 << 12;
-  o.lock.check_invariants = false;
+  MicroRunOptions o = SmallRun();
   const AdmissionOptions ao{.workers = o.workers, .max_active = o.lock.max_active, .adaptive = true};
   auto trace = AdmissionTrace::Create(path, ao);
   ASSERT_TRUE(trace.ok()) << trace.status();
