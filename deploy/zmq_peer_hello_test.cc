@@ -34,9 +34,7 @@ using std::chrono::milliseconds;
 TEST(ZmqPeerNet, ARestartedPeerIsTakenAgainAndHearsThatTheClusterRuns) {
   const pb::ClusterConfig c = TwoNodes(1000);
   Pair p;
-  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
-  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
-  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.Connect(c).ok());
   auto not_running = p.net[1]->running_cluster();
   ASSERT_TRUE(not_running.ok());
   EXPECT_FALSE(not_running->has_value()) << "a cluster start: nobody said it runs";
@@ -56,18 +54,10 @@ TEST(ZmqPeerNet, ARestartedPeerIsTakenAgainAndHearsThatTheClusterRuns) {
   p.net[0]->SendBatch(1, b);  // queued for the dead incarnation
 
   Recorder fresh;
-  ZmqPeerNetOptions o;
-  o.config = c;
-  o.node_id = 1;
-  o.epoch_us = 1000;
-  auto n = ZmqPeerNet::Create(o);
+  auto n = StartNode(c, 1, &fresh, /*recovered=*/0);
   ASSERT_TRUE(n.ok()) << n.status();
   std::unique_ptr<ZmqPeerNet> restarted = std::move(*n);
   EXPECT_GT(restarted->incarnation(), old_incarnation);
-  restarted->SetHandler(&fresh);
-  restarted->RegisterReceiver(1, &fresh);
-  restarted->SetRecoveredEpoch(0);
-  restarted->Start();
   ASSERT_TRUE(restarted->Handshake(milliseconds(10000)).ok()) << "the running node answered the new Hello";
   auto running = restarted->running_cluster();
   ASSERT_TRUE(running.ok()) << running.status();
@@ -125,24 +115,14 @@ TEST(ZmqPeerNet, ARestartedPeerIsTakenAgainAndHearsThatTheClusterRuns) {
 TEST(ZmqPeerNet, ARestartWhileAnotherNodeStillRejoinsIsRefused) {
   const pb::ClusterConfig c = TwoNodes(1000);
   Pair p;
-  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
-  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
-  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.Connect(c).ok());
   p.net[0]->SetRejoining(ClusterClock{12345, 7});  // node 0 restarted and catches up
   auto restart = [&](Recorder* rec) -> absl::StatusOr<std::optional<ClusterClock>> {
     p.net[1]->Stop();  // node 1 dies and restarts
     p.net[1].reset();
-    ZmqPeerNetOptions o;
-    o.config = c;
-    o.node_id = 1;
-    o.epoch_us = 1000;
-    auto n = ZmqPeerNet::Create(o);
+    auto n = StartNode(c, 1, rec, /*recovered=*/0);
     if (!n.ok()) return n.status();
     p.net[1] = std::move(*n);
-    p.net[1]->SetHandler(rec);
-    p.net[1]->RegisterReceiver(1, rec);
-    p.net[1]->SetRecoveredEpoch(0);
-    p.net[1]->Start();
     if (auto h = p.net[1]->Handshake(milliseconds(10000)); !h.ok()) return h.status();
     return p.net[1]->running_cluster();
   };
@@ -174,17 +154,9 @@ TEST(ZmqPeerNet, AFirstHelloThatHasNotHeardUsIsAnswered) {
   old_process->set(zmq::sockopt::linger, 0);
   old_process->bind("tcp://127.0.0.1:" + std::to_string(c.nodes(1).peer_port()));
   Recorder rec0;
-  ZmqPeerNetOptions o;
-  o.config = c;
-  o.node_id = 0;
-  o.epoch_us = 1000;
-  auto n0 = ZmqPeerNet::Create(o);
+  auto n0 = StartNode(c, 0, &rec0, /*recovered=*/0);
   ASSERT_TRUE(n0.ok()) << n0.status();
   std::unique_ptr<ZmqPeerNet> running = std::move(*n0);
-  running->SetHandler(&rec0);
-  running->RegisterReceiver(0, &rec0);
-  running->SetRecoveredEpoch(0);
-  running->Start();
   running->SetRunning(ClusterClock{12345, 7});
   zmq::message_t frame;
   ASSERT_TRUE(old_process->recv(frame, zmq::recv_flags::none));  // blocks until node 0's Hello came
@@ -196,14 +168,9 @@ TEST(ZmqPeerNet, AFirstHelloThatHasNotHeardUsIsAnswered) {
   ctx.close();          // its port is free once its context is closed
 
   Recorder fresh;
-  o.node_id = 1;
-  auto n1 = ZmqPeerNet::Create(o);
+  auto n1 = StartNode(c, 1, &fresh, /*recovered=*/0);
   ASSERT_TRUE(n1.ok()) << n1.status();
   std::unique_ptr<ZmqPeerNet> restarted = std::move(*n1);
-  restarted->SetHandler(&fresh);
-  restarted->RegisterReceiver(1, &fresh);
-  restarted->SetRecoveredEpoch(0);
-  restarted->Start();
   auto h = restarted->Handshake(milliseconds(20000));
   ASSERT_TRUE(h.ok()) << h.status() << " (node 0 never answered the new Hello)";
   auto cluster = restarted->running_cluster();
@@ -234,9 +201,7 @@ TEST(ZmqPeerNet, AFirstHelloThatHasNotHeardUsIsAnswered) {
 TEST(ZmqPeerNet, TheAnswersAtAClusterStartAreNeitherStaleNorAGap) {
   const pb::ClusterConfig c = TwoNodes(1000);
   Pair p;
-  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
-  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
-  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.Connect(c).ok());
   pb::Batch b;
   for (uint32_t n = 0; n < 2; ++n) {
     b.set_sequencer_id(n);
@@ -265,9 +230,7 @@ TEST(ZmqPeerNet, TheAnswersAtAClusterStartAreNeitherStaleNorAGap) {
 TEST(ZmqPeerNet, ARepeatedHelloThatHasNotHeardUsIsStale) {
   const pb::ClusterConfig c = TwoNodes(1000);
   Pair p;
-  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
-  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
-  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.Connect(c).ok());
   pb::Batch b;
   b.set_sequencer_id(0);
   b.set_epoch(1);
@@ -332,17 +295,9 @@ pb::PeerMessage RunningHello(uint32_t from, uint64_t start_us, uint64_t origin) 
 
 // A started net of node `self` in config c, recording into rec.
 std::unique_ptr<ZmqPeerNet> StartedNet(const pb::ClusterConfig& c, uint32_t self, Recorder* rec) {
-  ZmqPeerNetOptions o;
-  o.config = c;
-  o.node_id = self;
-  o.epoch_us = 1000;
-  auto n = ZmqPeerNet::Create(o);
+  auto n = StartNode(c, self, rec);
   EXPECT_TRUE(n.ok()) << n.status();
-  if (!n.ok()) return nullptr;
-  (*n)->SetHandler(rec);
-  (*n)->RegisterReceiver(self, rec);
-  (*n)->Start();
-  return std::move(*n);
+  return n.ok() ? std::move(*n) : nullptr;
 }
 
 // Review 2 finding 2 (a): two running peers report different cluster
@@ -449,16 +404,9 @@ TEST(ZmqPeerNet, FramesForAPeerNotHeardYetWaitForItsHello) {
 
 TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {
   const pb::ClusterConfig c = TwoNodes(1000);
-  ZmqPeerNetOptions o;
-  o.config = c;
-  o.node_id = 1;
-  o.epoch_us = 1000;
-  auto n = ZmqPeerNet::Create(o);
-  ASSERT_TRUE(n.ok()) << n.status();
   Recorder rec;
-  (*n)->SetHandler(&rec);
-  (*n)->RegisterReceiver(1, &rec);
-  (*n)->Start();
+  auto n = StartNode(c, 1, &rec);
+  ASSERT_TRUE(n.ok()) << n.status();
   pb::PeerMessage m;  // what an older binary says: no settings at all
   m.set_from_node(0);
   m.set_seq(1);
@@ -477,16 +425,9 @@ TEST(ZmqPeerNet, APeerOfAnotherProtocolVersionIsRefused) {
 // dropped as stale, silently) fails the handshake, naming the setting.
 TEST(ZmqPeerNet, APeerOfTheProtocolBeforeIncarnationsIsRefused) {
   const pb::ClusterConfig c = TwoNodes(1000);
-  ZmqPeerNetOptions o;
-  o.config = c;
-  o.node_id = 1;
-  o.epoch_us = 1000;
-  auto n = ZmqPeerNet::Create(o);
-  ASSERT_TRUE(n.ok()) << n.status();
   Recorder rec;
-  (*n)->SetHandler(&rec);
-  (*n)->RegisterReceiver(1, &rec);
-  (*n)->Start();
+  auto n = StartNode(c, 1, &rec);
+  ASSERT_TRUE(n.ok()) << n.status();
   pb::PeerMessage m;
   m.set_from_node(0);
   m.set_seq(1);

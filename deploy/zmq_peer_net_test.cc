@@ -121,9 +121,7 @@ TEST(ZmqPeerNet, ANodeWithoutALogOrWithAnEmptyOneIsRefusedRatherThanTruncating) 
 TEST(ZmqPeerNet, TheDurableEpochTravelsAloneWhenNothingElseIsSentAndAtStop) {
   const pb::ClusterConfig c = TwoNodes(1000);
   Pair p;
-  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
-  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
-  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.Connect(c).ok());
   p.net[0]->SetDurableEpoch(5);  // no batch, no result: a stamp of its own
   auto heard = [&](uint64_t e) {
     for (int i = 0; i < 500; ++i) {
@@ -148,9 +146,7 @@ TEST(ZmqPeerNet, TheDurableEpochTravelsAloneWhenNothingElseIsSentAndAtStop) {
 TEST(ZmqPeerNet, TheCheckpointEpochTravelsBesideTheDurableEpoch) {
   const pb::ClusterConfig c = TwoNodes(1000);
   Pair p;
-  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
-  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
-  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.Connect(c).ok());
   auto heard = [&](uint64_t e) {
     for (int i = 0; i < 500; ++i) {
       {
@@ -286,9 +282,7 @@ TEST(ZmqPeerNet, AnotherSettingIsAClearError) {
 TEST(ZmqPeerNet, FramesBelowTheExpectedSequenceAreDroppedWithoutMovingItBack) {
   const pb::ClusterConfig c = TwoNodes(1000);
   Pair p;
-  ASSERT_TRUE(p.Create(c, c, 1000, 1000).ok());
-  ASSERT_TRUE(p.net[0]->Handshake(milliseconds(10000)).ok());
-  ASSERT_TRUE(p.net[1]->Handshake(milliseconds(10000)).ok());
+  ASSERT_TRUE(p.Connect(c).ok());
   auto wait_for = [&](size_t n) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (p.rec[1].total() < n && std::chrono::steady_clock::now() < deadline)

@@ -8,8 +8,10 @@
 #ifndef DETDB_DEPLOY_ZMQ_PEER_NET_TEST_UTIL_H_
 #define DETDB_DEPLOY_ZMQ_PEER_NET_TEST_UTIL_H_
 
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,7 +110,33 @@ struct Pair {
     for (auto& n : net) n->Start();
     return absl::OkStatus();
   }
+  // Both nodes on config c with 1 ms epochs, started, and both handshakes
+  // done: the setup most tests begin with.
+  absl::Status Connect(const pb::ClusterConfig& c) {
+    if (absl::Status s = Create(c, c, 1000, 1000); !s.ok()) return s;
+    for (auto& n : net)
+      if (auto h = n->Handshake(std::chrono::milliseconds(10000)); !h.ok()) return h.status();
+    return absl::OkStatus();
+  }
 };
+
+// A net of node `self` in config c (1 ms epochs), recording into rec and
+// started; with `recovered`, its log is recovered up to that epoch (a
+// restarted process), else it has none.
+inline absl::StatusOr<std::unique_ptr<ZmqPeerNet>> StartNode(const pb::ClusterConfig& c, uint32_t self, Recorder* rec,
+                                                             std::optional<uint64_t> recovered = std::nullopt) {
+  ZmqPeerNetOptions o;
+  o.config = c;
+  o.node_id = self;
+  o.epoch_us = 1000;
+  auto n = ZmqPeerNet::Create(o);
+  if (!n.ok()) return n.status();
+  (*n)->SetHandler(rec);
+  (*n)->RegisterReceiver(self, rec);
+  if (recovered.has_value()) (*n)->SetRecoveredEpoch(*recovered);
+  (*n)->Start();
+  return std::move(*n);
+}
 
 inline void SendRaw(const pb::ClusterConfig& c, uint32_t to, pb::PeerMessage m) {
   zmq::context_t ctx;
