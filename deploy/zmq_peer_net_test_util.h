@@ -1,7 +1,9 @@
 // Shared by the ZmqPeerNet tests (zmq_peer_net_test.cc,
 // zmq_peer_hello_test.cc): an n-node config on free loopback ports, a
-// PeerHandler that records what reaches it, a pair of started nets, and a
-// raw frame sent to a node's peer port.
+// PeerHandler that records what reaches it, a pair of started nets (and
+// Pair::Connect, the pair after both handshakes), a single started node
+// (StartNode, also a restarted one), and a raw frame sent to a node's peer
+// port.
 //
 // Thread-safety: Recorder is thread-safe (its mutex); the rest belongs to
 // the test's thread.
@@ -16,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "client/cluster_config.h"
 #include "deploy/test_cluster.h"
 #include "deploy/zmq_peer_net.h"
