@@ -101,10 +101,10 @@ void PrintSummary(const MicroRunResult& r) {
          "(admission window %.0f at the end), peak lock state %.1f MiB\n",
          100 * r.blocked_at_admission, r.avg_active, r.window, r.peak_lock_bytes / 1048576.0);
   printf("  admission: window grew %lu times (%lu of them undone), shrank %lu (%lu of them undone), "
-         "workers starved %lu times\n",
+         "stepped back up %lu, workers starved %lu times\n",
          static_cast<unsigned long>(r.window_grows), static_cast<unsigned long>(r.window_grows_undone),
          static_cast<unsigned long>(r.window_shrinks), static_cast<unsigned long>(r.window_shrinks_undone),
-         static_cast<unsigned long>(r.starved));
+         static_cast<unsigned long>(r.window_steps_back_up), static_cast<unsigned long>(r.starved));
   if (r.parked != 0) printf("  %lu txns waited for remote reads\n", static_cast<unsigned long>(r.parked));
   if (r.replayed != 0)
     printf("  replay of the log: %lu txns in %.2f s (%.2f s per million txns)\n",
@@ -274,9 +274,8 @@ int Micro() {
       fprintf(stderr, "detdb-bench: --admission_trace records one run: one --lock_manager, no --compare or --rounds\n");
       return 2;
     }
-    auto t = AdmissionTrace::Create(FLAGS_admission_trace, {.workers = o.workers,
-                                                            .max_active = o.lock.max_active,
-                                                            .adaptive = o.adaptive_admission});
+    auto t = AdmissionTrace::Create(FLAGS_admission_trace,
+                                    EngineAdmissionOptions(o.workers, o.lock.max_active, o.adaptive_admission));
     if (!t.ok()) {
       fprintf(stderr, "detdb-bench: %s\n", std::string(t.status().message()).c_str());
       return 2;

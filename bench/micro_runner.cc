@@ -195,6 +195,7 @@ absl::StatusOr<MicroRunResult> RunMicro(const MicroRunOptions& o) {
     r.window_shrinks += p.window_shrinks;
     r.window_shrinks_undone += p.window_shrinks_undone;
     r.window_grows_undone += p.window_grows_undone;
+    r.window_steps_back_up += p.window_steps_back_up;
     r.starved += p.starved;
     r.parked += p.parked;
   }

@@ -57,6 +57,7 @@ struct MicroRunResult {
   // Summed over partitions: window grows and shrinks (of them, trials the
   // release rate undid), worker starvations (admission.h).
   uint64_t window_grows = 0, window_shrinks = 0, window_shrinks_undone = 0, window_grows_undone = 0;
+  uint64_t window_steps_back_up = 0;  // SchedulerStats::window_steps_back_up, summed
   uint64_t starved = 0;
   uint64_t parked = 0;              // multi-partition txns that waited for reads
   uint64_t digest = 0;

@@ -66,7 +66,7 @@ TEST(RunMicro, EveryLockManagerReachesTheSameDigest) {
 TEST(RunMicro, AnAdmissionTraceReplaysExactly) {
   const std::string path = ::testing::TempDir() + "/run_micro.admission_trace";
   MicroRunOptions o = SmallRun();
-  const AdmissionOptions ao{.workers = o.workers, .max_active = o.lock.max_active, .adaptive = true};
+  const AdmissionOptions ao = EngineAdmissionOptions(o.workers, o.lock.max_active, /*adaptive=*/true);
   auto trace = AdmissionTrace::Create(path, ao);
   ASSERT_TRUE(trace.ok()) << trace.status();
   o.admission_trace = trace->get();
@@ -77,6 +77,7 @@ TEST(RunMicro, AnAdmissionTraceReplaysExactly) {
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->options.workers, ao.workers);
   EXPECT_EQ(file->options.max_active, ao.max_active);
+  EXPECT_EQ(file->options.warmup_us, kAdmissionWarmupUs);
   uint64_t admitted[2] = {0, 0};
   for (const AdmissionTraceRecord& rec : file->records) {
     ASSERT_LT(rec.partition, 2u);

@@ -12,10 +12,15 @@ constexpr uint64_t kBatchPerWorker = 4;
 // A growth is kept only if this many consecutive periods are each 5% faster
 // (see Probe).
 constexpr uint32_t kGrowChecks = 2;
+// Periods a window must be measured in to become a descent's top, or to be
+// sent back up towards it (see Probe): the mean of 4 periods of a 20 ms
+// rate measured within ~5% is within ~2.5%.
+constexpr uint64_t kTopPeriods = 4;
 }  // namespace
 
 AdmissionController::AdmissionController(const AdmissionOptions& o)
     : adaptive_(o.adaptive),
+      warmup_us_(o.warmup_us),
       workers_(std::max<uint32_t>(1, o.workers)),
       min_(std::min<uint64_t>(o.max_active == 0 ? std::numeric_limits<uint64_t>::max() : o.max_active,
                               2 * kBatchPerWorker * workers_)),
@@ -38,8 +43,8 @@ void AdmissionController::ResetProbe(uint64_t now_us) {
   p.trial = false;
   p.start_us = now_us;
   p.released = p.admitted = 0;
-  p.best_window = 0;
-  p.best_rate = 0;
+  p.best = p.top = RateAt{};
+  p.pre_grow_best = p.pre_grow_top = RateAt{};
   p.grow_trial = false;
   p.recheck_window = 0;
   p.bound = false;
@@ -88,12 +93,19 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
       p.grow_hold = p.grow_backoff;
       p.grow_backoff = std::min(2 * p.grow_backoff, kMaxHoldPeriods);
       p.up = false;  // the larger window was just measured: no probe up now
+      const RateAt best = p.pre_grow_best, top = p.pre_grow_top;
       SetWindow(p.pre_grow_window);
       ResetProbe(s.now_us);
       // The window it returns to was measured: the next growth is checked
-      // against that rate.
+      // against that rate, and the descent it grew from goes on with its
+      // best and top, rather than from a fresh noisy measurement
+      // (docs/ENGINE.md, "The descent keeps its reference").
       p.last_window = window_;
       p.last_rate = p.pre_grow_rate;
+      if (top.window != 0) {
+        p.best = best;
+        p.top = top;
+      }
       return;
     }
     if (--p.grow_checks > 0) return;  // the next period must be faster too
@@ -105,22 +117,24 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
     p.last_window = window_;
     p.last_rate = rate;
     p.recheck_window = p.pre_grow_window;
-    p.best_window = 0;
-    p.best_rate = 0;
+    p.best = RateAt{};
+    // The descent it grew from had a top above it: still the reference of
+    // the whole descent (a growth from low in a descent, kept on two lucky
+    // periods, would otherwise make the grown window the top, and the
+    // descent would go on from there).
+    p.top = p.pre_grow_top.window > window_ ? p.pre_grow_top : RateAt{};
     return;
   }
   p.last_window = window_;
   p.last_rate = rate;
   if (p.trial) {
     p.trial = false;
-    if (rate < 0.97 * p.best_rate) {  // the smaller window is slower: back
+    if (rate < 0.97 * p.best.rate || rate < 0.97 * p.top.rate) {  // the smaller window is slower: back
       ++shrinks_undone_;
-      const uint64_t back = p.best_window;
+      const uint64_t back = p.best.window;
       // Its rate is the reference of a growth from there (none unchecked).
       p.last_window = back;
-      p.last_rate = p.best_rate;
-      p.best_window = 0;  // measured again there before the next trial
-      p.best_rate = 0;
+      p.last_rate = p.best.rate;
       p.hold = p.backoff;
       p.backoff = std::min(2 * p.backoff, kMaxHoldPeriods);
       p.up = true;  // the next trial: one step up (the descent may have gone too far)
@@ -129,10 +143,45 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
     }
     p.backoff = 1;
   }
-  // The best: the highest rate, and of equal ones the smaller window.
-  if (p.best_window == 0 || rate >= p.best_rate) {
-    p.best_window = window_;
-    p.best_rate = rate;
+  // The best: the highest rate, and of equal ones the smaller window. Its
+  // rate is the mean of the periods measured there in this descent, so that
+  // neither one lucky period (which no trial could then match) nor one
+  // unlucky one (which would let a slower trial pass) sets the reference.
+  if (p.best.window == window_) {
+    p.best.Add(rate);
+  } else if (p.best.window == 0 || rate >= p.best.rate) {
+    p.best.Set(window_, rate);
+  }
+  if (p.top.window == 0) {
+    p.top = p.best;
+  } else if (p.top.window == window_) {
+    p.top.Add(rate);
+  } else if (p.best.window == window_ && p.best.periods >= kTopPeriods && p.best.rate > 1.03 * p.top.rate) {
+    // Measured as often as the top must be and clearly faster than it (the
+    // descent began too high, as after the unchecked growths of a start):
+    // the new top. Not on any higher mean: the top would then follow the
+    // noise down.
+    p.top = p.best;
+  }
+  if (p.best.window == window_ && window_ < p.top.window && p.best.periods >= kTopPeriods &&
+      p.best.rate < 0.97 * p.top.rate) {
+    // The best became so by lucky periods: measured again, the descent
+    // has lost more than 3% against its top (under noise, steps that each
+    // cost too little to be seen would otherwise walk the window down a
+    // gentle slope). One step back up towards the top (not all the way: a
+    // long descent on a flat rate is not undone by one lucky period at its
+    // top), measured afresh, and held as after an undone trial.
+    ++steps_back_up_;
+    const uint64_t up = std::min(p.top.window, Larger());
+    p.best = RateAt{};
+    // A growth from there is checked against the top's rate (the best
+    // known above it).
+    p.last_window = up;
+    p.last_rate = p.top.rate;
+    p.hold = p.backoff;
+    p.backoff = std::min(2 * p.backoff, kMaxHoldPeriods);
+    SetWindow(up);
+    return;
   }
   if (p.recheck_window != 0) {
     // A growth kept, this window now measured afresh: try the window it grew
@@ -160,9 +209,8 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
     if (bound && next != window_ && p.grow_hold == 0) {
       ++grows_;
       const uint64_t from = window_;
-      const double from_rate = p.best_rate;  // >= rate: set above
-      SetWindow(next);
-      ResetProbe(s.now_us);
+      const double from_rate = p.best.rate;  // >= rate: set above
+      GrowTo(next, s.now_us);
       p.grow_trial = p.grow_probe = true;
       p.grow_checks = kGrowChecks;
       p.pre_grow_window = from;
@@ -176,6 +224,14 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
   ++shrinks_;
   SetWindow(next);
   p.trial = true;
+}
+
+void AdmissionController::GrowTo(uint64_t w, uint64_t now_us) {
+  const RateAt best = probe_.best, top = probe_.top;
+  SetWindow(w);
+  ResetProbe(now_us);
+  probe_.pre_grow_best = best;
+  probe_.pre_grow_top = top;
 }
 
 uint64_t AdmissionController::Larger() const {
@@ -269,6 +325,13 @@ void AdmissionController::Climb(const AdmissionSignals& s) {
 
 void AdmissionController::Adjust(const AdmissionSignals& s) {
   if (!adaptive_) return;
+  if (!first_seen_) {
+    first_seen_ = true;
+    first_us_ = s.now_us;
+  }
+  // The warm-up: nothing is measured and nothing changes (no growth, no
+  // climb, no generation counted); the controller starts after it.
+  if (s.now_us < first_us_ + warmup_us_) return;
   if (climb_.phase != Phase::kOff) {
     Climb(s);
     if (climb_.phase != Phase::kOff) return;
@@ -318,9 +381,8 @@ void AdmissionController::Adjust(const AdmissionSignals& s) {
     // here (a trial shrink is judged against the best too): this window's
     // last period's, or the best of the descent it stands in.
     const uint64_t from = window_;
-    const double from_rate = p.last_window == window_ ? std::max(p.last_rate, p.best_rate) : 0;
-    SetWindow(next);
-    ResetProbe(s.now_us);
+    const double from_rate = p.last_window == window_ ? std::max(p.last_rate, p.best.rate) : 0;
+    GrowTo(next, s.now_us);
     p.grew = true;
     p.grow_trial = from_rate > 0;
     p.grow_checks = kGrowChecks;

@@ -11,7 +11,7 @@
 // - grow (by half, at least by `workers`) when a worker finds no runnable
 //   txn while the window stops admission, unless every txn admitted since
 //   the last change blocked (a serial chain); until a release rate is
-//   measured at once, then at most once a period, each growth kept only
+//   measured (after the warm-up) at once, then at most once a period, each growth kept only
 //   if each of the next two periods' release rates is 5% above the best
 //   rate known where it grew from (its last period's, the descent's
 //   best), else undone and held; a growth kept is re-checked: once the
@@ -23,13 +23,22 @@
 //   generation (window() admissions) with the window binding, the lock
 //   thread never out of input, no growth and (at the cap) no starving
 //   worker: a trial, kept only if the next period's release rate is not 3%
-//   below the best of the descent, else undone and the next trial held
-//   (doubling, up to kMaxHoldPeriods);
+//   below the best of the descent (its best window's rate: the mean of
+//   the periods measured there) nor 5% below the descent's top (where it
+//   started, or a window since measured twice and 3% faster), else undone
+//   and the next trial held (doubling, up to kMaxHoldPeriods); a best
+//   window whose mean over two or more periods falls 5% below the top
+//   goes one step (by half, at most to the top) back up towards it, held
+//   as after an undone trial (under noise, steps that each cost too little
+//   to be seen would otherwise walk the window down a gentle slope); an
+//   undone growth puts the descent's best and top back;
 //   after an undone trial, a probe one step up, checked as a growth and
 //   held as one (an undone growth or probe delays the next of either);
 // - a period (the unit of every rate) lasts kClimbPeriodUs and a whole
 //   generation; one in which the input ran out or nothing was released
 //   measures nothing and is discarded;
+// - within warmup_us of the first round (a new engine's first touches of
+//   its memory) nothing is measured and nothing changes;
 // - when parked txns (waiting for other partitions' reads) explain the
 //   starvation, hill-climb on the release rate instead (a step up kept if 5%
 //   faster in each of two periods, a step down if not 3% slower) until the
@@ -51,7 +60,21 @@ struct AdmissionOptions {
   uint32_t workers = 1;         // worker threads of the partition (>= 1)
   uint32_t max_active = 2000;   // hard cap on admitted, unreleased txns; 0: none
   bool adaptive = true;         // false: the window is max_active (a fixed window)
+  // Release rates measured within this long of the first round are
+  // discarded: a new engine's first rounds touch its memory for the first
+  // time (measured 10-40% slower in its first 60-80 ms), and a descent
+  // would take the rising rate for a smaller window's gain. The scheduler
+  // uses kAdmissionWarmupUs; 0: none.
+  uint64_t warmup_us = 0;
 };
+
+inline constexpr uint64_t kAdmissionWarmupUs = 100000;
+
+// The options a PartitionCore gives its controller; an admission trace of
+// its rounds must record these for a replay to choose the same windows.
+inline AdmissionOptions EngineAdmissionOptions(uint32_t workers, uint32_t max_active, bool adaptive) {
+  return {.workers = workers, .max_active = max_active, .adaptive = adaptive, .warmup_us = kAdmissionWarmupUs};
+}
 
 // What the lock thread saw since the previous Adjust().
 struct AdmissionSignals {
@@ -103,6 +126,9 @@ class AdmissionController {
   // Growths undone because the release rate fell (counted in grows() too).
   uint64_t grows_undone() const { return grows_undone_; }
   bool trying_shrink() const { return probe_.trial; }
+  // Times a descent's best window, measured again, fell 5% below the
+  // descent's top and the window went a step back up (not in grows()).
+  uint64_t steps_back_up() const { return steps_back_up_; }
 
   // A climbing or shrink-trial period lasts at least this long (and one
   // generation).
@@ -119,6 +145,9 @@ class AdmissionController {
   // A new descent from the current window: nothing measured yet, the
   // period starts at `now_us`.
   void ResetProbe(uint64_t now_us);
+  // A growth (on starvation or a probe up) to `w`: a new descent, the
+  // current one's best and top kept to be put back if it is undone.
+  void GrowTo(uint64_t w, uint64_t now_us);
   // Counts the round into the current period; at its end measures the rate
   // and starts, keeps or undoes a trial shrink.
   void Probe(const AdmissionSignals& s);
@@ -126,6 +155,9 @@ class AdmissionController {
   uint64_t Smaller() const;
 
   const bool adaptive_;
+  const uint64_t warmup_us_;
+  bool first_seen_ = false;
+  uint64_t first_us_ = 0;       // the first round's clock (once first_seen_)
   const uint64_t workers_;
   const uint64_t min_, max_;
   uint64_t window_;
@@ -155,13 +187,25 @@ class AdmissionController {
   // tries it.
   bool shrink_wanted_ = false;
   uint64_t shrink_step_ = 1;
+  // A window of the descent and its release rate: the mean of the periods
+  // measured there (txns per us); window 0: none.
+  struct RateAt {
+    uint64_t window = 0;
+    double rate = 0, sum = 0;
+    uint64_t periods = 0;
+    void Set(uint64_t w, double r) { *this = RateAt{w, r, r, 1}; }
+    void Add(double r) { sum += r; rate = sum / static_cast<double>(++periods); }
+  };
   struct ProbeState {
     bool started = false;        // start_us is set
     bool trial = false;          // the current period measures a trial shrink
     uint64_t start_us = 0;       // the current period's start
     uint64_t released = 0, admitted = 0;  // in the current period
-    uint64_t best_window = 0;    // 0: nothing measured in this descent
-    double best_rate = 0;        // the best release rate of the descent (txns per us)
+    // The best window of the descent (the highest rate, none: nothing
+    // measured yet), and its top: the window it started from, or a window
+    // since measured in two or more periods 3% faster. A trial shrink may
+    // cost 3% against the best, and the whole descent 5% against its top.
+    RateAt best, top;
     uint64_t hold = 0;           // periods to wait before the next trial
     uint64_t backoff = 1;        // the hold after the next undo
     // The last whole period's rate and window, kept across ResetProbe.
@@ -181,9 +225,10 @@ class AdmissionController {
     bool grew = false;           // a growth on starvation in the current period
     uint64_t pre_grow_window = 0;
     double pre_grow_rate = 0;
+    RateAt pre_grow_best, pre_grow_top;  // the descent's when it grew: back in force if undone
     uint64_t grow_hold = 0, grow_backoff = 1;  // as hold and backoff, for growth
   } probe_;
-  uint64_t shrinks_undone_ = 0, grows_undone_ = 0;
+  uint64_t shrinks_undone_ = 0, grows_undone_ = 0, steps_back_up_ = 0;
 };
 
 }  // namespace detdb

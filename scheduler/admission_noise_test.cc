@@ -5,6 +5,7 @@
 // generator (std::mt19937_64's sequence is fixed by the standard; no
 // distribution object is used, so the draws are the same everywhere).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <utility>
@@ -46,23 +47,30 @@ class AdmissionNoise : public ::testing::Test {
 double Uniform(std::mt19937_64* rng) { return static_cast<double>((*rng)() >> 11) * 0x1.0p-53; }
 
 // `periods` periods at the release rate rate(window) times a noise factor
-// uniform in [1 - noise, 1 + noise], a worker starving at a random round in
-// a share `starve_share` of the periods (a descheduled lock thread) and in
-// every period whose window is below `starves_below`. Returns the mean and
-// the largest window over the second half.
+// uniform in [1 - noise, 1 + noise], `blocked_of_8` of every 8 admissions
+// blocked, a worker starving at a random round in a share `starve_share`
+// of the periods (a descheduled lock thread) and in every period whose
+// window is below `starves_below`. Returns the mean and the largest window
+// over the second half, and the mean of rate(window) there.
+struct NoisyResult {
+  uint64_t mean = 0, max = 0;
+  double mean_rate = 0;
+};
 template <typename Rate>
-std::pair<uint64_t, uint64_t> NoisyRun(uint64_t seed, Rate rate, double noise, double starve_share,
-                                       uint64_t starves_below, int periods) {
+NoisyResult NoisyRun(uint64_t seed, Rate rate, double noise, double starve_share, uint64_t starves_below, int periods,
+                     uint64_t blocked_of_8 = 1) {
   AdmissionController c({.workers = 1, .max_active = 2000});
   std::mt19937_64 rng(seed);
   uint64_t now_us = 0, sum = 0, max = 0;
+  double rate_sum = 0;
   for (int i = 0; i < periods; ++i) {
     const uint64_t w = c.window();
     const bool starve = Uniform(&rng) < starve_share;
     const uint64_t at = static_cast<uint64_t>(Uniform(&rng) * static_cast<double>(w / 8));
     for (uint64_t n = 0; n < w; n += 8) {
       const bool starving = n / 8 == at && (starve || c.window() < starves_below);
-      c.Adjust({.starved = starving ? 1u : 0u, .admitted = 8, .blocked = 1, .window_bound = true, .now_us = now_us});
+      c.Adjust({.starved = starving ? 1u : 0u, .admitted = 8, .blocked = blocked_of_8, .window_bound = true,
+                .now_us = now_us});
     }
     now_us += kPeriod;
     // The rate of the window in force at the period's end (a growth in the
@@ -72,9 +80,11 @@ std::pair<uint64_t, uint64_t> NoisyRun(uint64_t seed, Rate rate, double noise, d
     if (i >= periods / 2) {
       sum += c.window();
       max = std::max(max, c.window());
+      rate_sum += rate(c.window());
     }
   }
-  return {sum / static_cast<uint64_t>(periods - periods / 2), max};
+  const int n = periods - periods / 2;
+  return {sum / static_cast<uint64_t>(n), max, rate_sum / n};
 }
 
 TEST_F(AdmissionNoise, AFlatRateWithNoiseDoesNotRatchetTheWindowUp) {
@@ -83,17 +93,66 @@ TEST_F(AdmissionNoise, AFlatRateWithNoiseDoesNotRatchetTheWindowUp) {
   // growth has a ~24% chance to look 5% faster on one period: before the
   // growths needed two faster periods against the best rate known and a
   // re-check, the window climbed to the cap (2,000) within a few hundred
-  // periods. Now it stays at or below where it started (64: a flat rate
-  // lets it shrink).
+  // periods. Now it stays at or below where it started on average (64: a
+  // flat rate lets it shrink; means of 8-39 over the second half). Since
+  // the descent keeps its top (docs/ENGINE.md, "The descent keeps its
+  // reference") a growth kept on two lucky periods can hold the window up
+  // a while longer: the largest excursions are 130 and 225 (seeds 4 and 1
+  // at 90%; before, at most 106).
   AdmissionController probe({.workers = 1, .max_active = 2000});
   const uint64_t start = probe.window();
   ASSERT_EQ(start, 64u);
   for (const double starve_share : {0.3, 0.9}) {
     for (uint64_t seed = 1; seed <= 8; ++seed) {
-      const auto [mean, max] = NoisyRun(seed, [](uint64_t) { return 0.4; }, 0.08, starve_share, 0, 1000);
+      const auto [mean, max, mean_rate] = NoisyRun(seed, [](uint64_t) { return 0.4; }, 0.08, starve_share, 0, 1000);
       EXPECT_LE(mean, start) << "seed " << seed << ", starving in " << starve_share << " of the periods";
-      EXPECT_LE(max, 2 * start) << "seed " << seed << ", starving in " << starve_share << " of the periods";
+      EXPECT_LE(max, 4 * start) << "seed " << seed << ", starving in " << starve_share << " of the periods";
     }
+  }
+}
+
+// High contention, a gentle slope: below 64 the rate falls by a few
+// percent per halving of the window. Each 1/16 step (or quarter step, when
+// most admissions block, as each does when every txn writes one hot
+// record) costs too little to be seen in one period measured within +-8%,
+// and a trial may cost 3%. Two curves: the one measured under dclp at 80%
+// writes, contention 0.1, 1 worker (fixed windows, medians of 5 rounds:
+// 0.919, 0.950, 0.967, 1.0 and 1.009 of the rate at 64 for 8, 16, 32, 64
+// and 128; docs/ENGINE.md), and a steeper one (14% lower at 11, linear).
+// 1 or 7 of 8 admissions blocked, with and without a worker starving in a
+// tenth of the periods, 8 seeds each; the mean window and the mean rate
+// over the second half of 1,000 periods. Before the descent kept its
+// reference (docs/ENGINE.md), the window walked down to the minimum: on
+// the measured curve mean windows of 8-23 (8-12 in 29 of the 32 runs), 92%
+// of the rate at 64 (median; at most 95%); on the steep one 8-37 (8-12 in
+// 29), 85% (median). Now: measured curve, 8-58 (median 43; 8-12 in 2), a
+// median 98% of the rate (lower quartile 97%, lowest 92%); steep, 49-81,
+// 98% (lowest 96%).
+double MeasuredCurve(uint64_t w) {
+  static constexpr double kRate[] = {0.919, 0.950, 0.967, 1.0, 1.009};  // at 8, 16, 32, 64, 128
+  const double x = std::log2(static_cast<double>(std::clamp<uint64_t>(w, 8, 128))) - 3;
+  const int i = std::min(static_cast<int>(x), 3);
+  return 0.4 * (kRate[i] + (kRate[i + 1] - kRate[i]) * (x - i));
+}
+double SteepCurve(uint64_t w) { return 0.4 * (1.0 - 0.14 * static_cast<double>(64 - std::min<uint64_t>(w, 64)) / 53.0); }
+
+TEST_F(AdmissionNoise, AGentleSlopeDoesNotWalkTheWindowDown) {
+  for (const auto& [name, curve] : {std::pair{"measured", &MeasuredCurve}, std::pair{"steep", &SteepCurve}}) {
+    std::vector<double> shares;
+    for (const uint64_t blocked : {1, 7}) {
+      for (const double starve_share : {0.0, 0.1}) {
+        for (uint64_t seed = 1; seed <= 8; ++seed) {
+          const auto [mean, max, mean_rate] = NoisyRun(seed, curve, 0.08, starve_share, 0, 1000, blocked);
+          const double share = mean_rate / curve(64);
+          EXPECT_GE(share, 0.90) << name << ", " << blocked << " of 8 blocked, starving in " << starve_share
+                                 << ", seed " << seed << ": mean window " << mean;
+          shares.push_back(share);
+        }
+      }
+    }
+    std::sort(shares.begin(), shares.end());
+    EXPECT_GE(shares[shares.size() / 2], 0.97) << name << ": the median share of the rate at 64";
+    EXPECT_GE(shares[shares.size() / 4], 0.95) << name << ": the lower quartile";
   }
 }
 
@@ -103,7 +162,7 @@ TEST_F(AdmissionNoise, AKneeIsStillFoundUnderNoise) {
   // the window still climbs to the knee and stays near it.
   auto rate = [](uint64_t w) { return 0.4 * static_cast<double>(std::min<uint64_t>(w, 300)) / 300.0; };
   for (uint64_t seed = 1; seed <= 8; ++seed) {
-    const auto [mean, max] = NoisyRun(seed, rate, 0.08, 0.3, 300, 1000);
+    const auto [mean, max, mean_rate] = NoisyRun(seed, rate, 0.08, 0.3, 300, 1000);
     EXPECT_GE(mean, 270u) << "seed " << seed;
     EXPECT_LE(mean, 450u) << "seed " << seed;
     EXPECT_LE(max, 1000u) << "seed " << seed;

@@ -18,8 +18,8 @@ absl::StatusOr<std::unique_ptr<AdmissionTrace>> AdmissionTrace::Create(const std
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return absl::UnavailableError(absl::StrCat("admission trace ", path, ": ", std::strerror(errno)));
   auto t = std::unique_ptr<AdmissionTrace>(new AdmissionTrace(f));
-  if (std::fprintf(f, "%s workers=%" PRIu32 " max_active=%" PRIu32 " adaptive=%d\n", kHeader, o.workers,
-                   o.max_active, o.adaptive ? 1 : 0) < 0)
+  if (std::fprintf(f, "%s workers=%" PRIu32 " max_active=%" PRIu32 " adaptive=%d warmup_us=%" PRIu64 "\n", kHeader,
+                   o.workers, o.max_active, o.adaptive ? 1 : 0, o.warmup_us) < 0)
     t->failed_ = true;
   return t;
 }
@@ -57,14 +57,19 @@ absl::StatusOr<AdmissionTraceFile> ReadAdmissionTrace(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not an admission trace (no \"", kHeader, "\" line)"));
   {
     unsigned workers = 0, max_active = 0;
+    unsigned long long warmup_us = 0;  // NOLINT(runtime/int): sscanf's %llu
     int adaptive = -1;
     char tail = 0;
-    if (line.find('-') != std::string::npos ||
-        std::sscanf(line.c_str() + sizeof(kHeader) - 1, " workers=%u max_active=%u adaptive=%d %c", &workers,
-                    &max_active, &adaptive, &tail) != 3 ||
-        workers == 0 || (adaptive != 0 && adaptive != 1))
+    const char* fields = line.c_str() + sizeof(kHeader) - 1;
+    // warmup_us is absent from the traces written before it existed (0).
+    const bool ok =
+        std::sscanf(fields, " workers=%u max_active=%u adaptive=%d warmup_us=%llu %c", &workers, &max_active,
+                    &adaptive, &warmup_us, &tail) == 4 ||
+        (warmup_us = 0, std::sscanf(fields, " workers=%u max_active=%u adaptive=%d %c", &workers, &max_active,
+                                    &adaptive, &tail) == 3);
+    if (line.find('-') != std::string::npos || !ok || workers == 0 || (adaptive != 0 && adaptive != 1))
       return absl::InvalidArgumentError(absl::StrCat(path, ":1: malformed header \"", line, "\""));
-    file.options = {.workers = workers, .max_active = max_active, .adaptive = adaptive == 1};
+    file.options = {.workers = workers, .max_active = max_active, .adaptive = adaptive == 1, .warmup_us = warmup_us};
   }
   ++n;
   while (std::getline(in, line)) {
@@ -102,7 +107,7 @@ absl::StatusOr<std::vector<AdmissionChange>> ReplayAdmission(const AdmissionOpti
     ++round;
     const uint64_t from = c.window();
     const uint64_t grows = c.grows(), shrinks = c.shrinks(), gu = c.grows_undone(), su = c.shrinks_undone(),
-                   ck = c.climbs_kept(), cu = c.climbs_undone();
+                   ck = c.climbs_kept(), cu = c.climbs_undone(), up = c.steps_back_up();
     c.Adjust(r.signals);
     if (c.window() != r.window || c.climbing() != r.climbing)
       return absl::FailedPreconditionError(
@@ -113,7 +118,8 @@ absl::StatusOr<std::vector<AdmissionChange>> ReplayAdmission(const AdmissionOpti
                        "another build of the controller"));
     if (c.window() == from) continue;
     // The counters that moved, the most specific first.
-    const char* cause = c.shrinks_undone() != su ? "shrink undone"
+    const char* cause = c.steps_back_up() != up     ? "step back up"
+                        : c.shrinks_undone() != su ? "shrink undone"
                         : c.grows_undone() != gu ? "grow undone"
                         : c.climbs_undone() != cu ? "climb undone"
                         : c.climbs_kept() != ck  ? "climb kept, next step"

@@ -8,7 +8,9 @@
 // docs/ENGINE.md, "The admission window traced and replayed".
 //
 // The file is text: a header line "# detdb admission trace v1 workers=W
-// max_active=M adaptive=A" (the controllers' options), then per round:
+// max_active=M adaptive=A warmup_us=U" (the controllers' options; a
+// trace without warmup_us, written before it existed, reads as 0), then
+// per round:
 // partition now_us starved admitted blocked window_bound input_ran_out
 // released parked window climbing.
 //

@@ -102,6 +102,32 @@ TEST(AdmissionTrace, AReplayWithOtherOptionsSaysWhereItDiverged) {
   EXPECT_NE(changes.status().message().find("round 1 "), std::string::npos) << changes.status();
 }
 
+TEST(AdmissionTrace, TheWarmUpIsInTheHeaderAndOlderTracesReadAsNone) {
+  const std::string path = TempPath("warmup.trace");
+  const AdmissionOptions o{.workers = 1, .max_active = 2000, .warmup_us = 2 * kPeriod};
+  auto trace = AdmissionTrace::Create(path, o);
+  ASSERT_TRUE(trace.ok());
+  const std::vector<uint64_t> windows = FeedAndRecord(o, trace->get());
+  ASSERT_TRUE((*trace)->Close().ok());
+  auto file = ReadAdmissionTrace(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->options.warmup_us, 2 * kPeriod);
+  auto changes = ReplayAdmission(file->options, file->records, 3);
+  EXPECT_TRUE(changes.ok()) << changes.status();
+  // Without the warm-up the first two periods would have been measured: a
+  // replay with none diverges.
+  AdmissionOptions none = file->options;
+  none.warmup_us = 0;
+  EXPECT_FALSE(ReplayAdmission(none, file->records, 3).ok());
+
+  WriteFile(path, "# detdb admission trace v1 workers=1 max_active=10 adaptive=1\n0 1 0 8 0 1 0 0 0 10 0\n");
+  auto old = ReadAdmissionTrace(path);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->options.warmup_us, 0u);
+  WriteFile(path, "# detdb admission trace v1 workers=1 max_active=10 adaptive=1 warmup_us=x\n");
+  EXPECT_FALSE(ReadAdmissionTrace(path).ok());
+}
+
 TEST(AdmissionTrace, MalformedFilesAreClearErrors) {
   const std::string path = TempPath("bad.trace");
   WriteFile(path, "hello\n");

@@ -153,6 +153,7 @@ void Scheduler::PublishLocked(const AdmitResult& r) {
   window_shrinks_.store(a.shrinks(), std::memory_order_relaxed);
   window_shrinks_undone_.store(a.shrinks_undone(), std::memory_order_relaxed);
   window_grows_undone_.store(a.grows_undone(), std::memory_order_relaxed);
+  window_steps_back_up_.store(a.steps_back_up(), std::memory_order_relaxed);
 }
 
 namespace {
@@ -368,6 +369,7 @@ SchedulerStats Scheduler::stats() const {
   s.window_shrinks = window_shrinks_.load(std::memory_order_relaxed);
   s.window_shrinks_undone = window_shrinks_undone_.load(std::memory_order_relaxed);
   s.window_grows_undone = window_grows_undone_.load(std::memory_order_relaxed);
+  s.window_steps_back_up = window_steps_back_up_.load(std::memory_order_relaxed);
   s.starved = starved_.load(std::memory_order_relaxed);
   s.active_now = active_now_.load(std::memory_order_relaxed);
   s.ready_queue = ready_q_.size();

@@ -118,6 +118,9 @@ struct SchedulerStats {
   // Of the shrinks, trials undone (the release rate fell, or a worker
   // starved in the trial); of the grows, those the release rate undid.
   uint64_t window_shrinks_undone = 0, window_grows_undone = 0;
+  // Times a descent's best window fell 5% below its top and the window went
+  // a step back up (AdmissionController::steps_back_up).
+  uint64_t window_steps_back_up = 0;
   uint64_t starved = 0;    // times a worker found no runnable txn
   // Now (gauges for /metrics; read from what the threads publish anyway):
   uint64_t active_now = 0;    // admitted, unreleased txns
@@ -231,7 +234,7 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   std::atomic<uint64_t> active_now_{0};  // core_.active(), for workers' starvation check (a hint)
   std::atomic<uint64_t> starved_{0};  // workers that found no runnable txn, window binding
   std::atomic<uint64_t> window_{0}, window_grows_{0}, window_shrinks_{0}, window_shrinks_undone_{0},
-      window_grows_undone_{0};  // for stats()
+      window_grows_undone_{0}, window_steps_back_up_{0};  // for stats()
   // False while the lock thread sleeps: then a worker releases its txn
   // itself rather than wake it (a hint; any value is safe).
   std::atomic<bool> lock_thread_awake_{true};
