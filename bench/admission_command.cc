@@ -28,9 +28,10 @@ int AdmissionReplayCommand(const std::string& path) {
   }
   std::set<uint32_t> partitions;
   for (const AdmissionTraceRecord& r : file->records) partitions.insert(r.partition);
-  printf("admission trace %s: %zu rounds, %zu partition(s); controllers: %u worker(s), max_active %u, %s\n",
+  printf("admission trace %s: %zu rounds, %zu partition(s); controllers: %u worker(s), max_active %u, %s, "
+         "warm-up %.0f ms\n",
          path.c_str(), file->records.size(), partitions.size(), file->options.workers, file->options.max_active,
-         file->options.adaptive ? "adaptive" : "fixed");
+         file->options.adaptive ? "adaptive" : "fixed", file->options.warmup_us / 1000.0);
   int rc = 0;
   for (uint32_t p : partitions) {
     auto changes = ReplayAdmission(file->options, file->records, p);

@@ -180,7 +180,7 @@ absl::Status Sim::Init() {
     part.lm = metered.get();
     part.core = std::make_unique<PartitionCore>(
         PartitionCoreOptions{.workers = o_.workers, .max_active = o_.lock.max_active,
-                             .adaptive_admission = o_.adaptive_admission},
+                             .adaptive_admission = o_.adaptive_admission, .admission_warmup_us = 0},
         std::move(metered), part.exec.get(), part.input.get());
     part.workers.resize(o_.workers);
   }

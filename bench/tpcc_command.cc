@@ -96,11 +96,11 @@ void PrintSummary(const TpccRunResult& r) {
   }
   if (r.nodes <= 1) {
     printf("  admission: %.1f%% blocked, %.1f active on average, window %.0f at the end "
-           "(%lu grows, %lu undone; %lu shrinks, %lu undone; %lu worker starvations)\n",
+           "(%lu grows, %lu undone; %lu shrinks, %lu undone; %lu steps back up; %lu worker starvations)\n",
            100 * r.blocked_at_admission, r.avg_active, r.window,
            static_cast<unsigned long>(r.window_grows), static_cast<unsigned long>(r.window_grows_undone),
            static_cast<unsigned long>(r.window_shrinks), static_cast<unsigned long>(r.window_shrinks_undone),
-           static_cast<unsigned long>(r.starved));
+           static_cast<unsigned long>(r.window_steps_back_up), static_cast<unsigned long>(r.starved));
     printf("  process CPU %.2f us per txn, of it workers %.2f us%s\n", r.cpu_us_per_txn, r.worker_us_per_txn,
            FLAGS_staged_alloc ? " (staged allocation)" : "");
     printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));

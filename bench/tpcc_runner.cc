@@ -354,6 +354,7 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
     r.window_grows += p.window_grows;
     r.window_shrinks += p.window_shrinks;
     r.window_grows_undone += p.window_grows_undone;
+    r.window_steps_back_up += p.window_steps_back_up;
     r.window_shrinks_undone += p.window_shrinks_undone;
     r.starved += p.starved;
   }

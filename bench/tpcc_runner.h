@@ -85,6 +85,7 @@ struct TpccRunResult {
   double blocked_at_admission = 0, avg_active = 0, window = 0;
   uint64_t window_grows = 0, window_shrinks = 0, starved = 0;
   uint64_t window_grows_undone = 0, window_shrinks_undone = 0;  // of the grows, shrinks
+  uint64_t window_steps_back_up = 0;  // SchedulerStats::window_steps_back_up, summed
   // One process only: CPU time per committed txn over the measured run, of
   // the whole process (client and loader's idle threads included) and of
   // the partitions' workers.

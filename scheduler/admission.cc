@@ -12,10 +12,6 @@ constexpr uint64_t kBatchPerWorker = 4;
 // A growth is kept only if this many consecutive periods are each 5% faster
 // (see Probe).
 constexpr uint32_t kGrowChecks = 2;
-// Periods a window must be measured in to become a descent's top, or to be
-// sent back up towards it (see Probe): the mean of 4 periods of a 20 ms
-// rate measured within ~5% is within ~2.5%.
-constexpr uint64_t kTopPeriods = 4;
 }  // namespace
 
 AdmissionController::AdmissionController(const AdmissionOptions& o)
@@ -53,8 +49,11 @@ void AdmissionController::ResetProbe(uint64_t now_us) {
 
 void AdmissionController::Probe(const AdmissionSignals& s) {
   ProbeState& p = probe_;
-  if (!p.started) ResetProbe(s.now_us);
-  p.released += s.released;
+  // Releases reported by the round that starts the first period happened
+  // before it (in the warm-up, say): not counted in it.
+  const bool starting = !p.started;
+  if (starting) ResetProbe(s.now_us);
+  p.released += starting ? 0 : s.released;
   p.admitted += s.admitted;
   p.bound |= s.window_bound;
   p.input_ran_out |= s.input_ran_out;
@@ -122,7 +121,7 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
     // the whole descent (a growth from low in a descent, kept on two lucky
     // periods, would otherwise make the grown window the top, and the
     // descent would go on from there).
-    p.top = p.pre_grow_top.window > window_ ? p.pre_grow_top : RateAt{};
+    p.top = p.pre_grow_top.window >= window_ ? p.pre_grow_top : RateAt{};
     return;
   }
   p.last_window = window_;
@@ -209,7 +208,7 @@ void AdmissionController::Probe(const AdmissionSignals& s) {
     if (bound && next != window_ && p.grow_hold == 0) {
       ++grows_;
       const uint64_t from = window_;
-      const double from_rate = p.best.rate;  // >= rate: set above
+      const double from_rate = p.best.rate;  // the descent's best (mean) rate
       GrowTo(next, s.now_us);
       p.grow_trial = p.grow_probe = true;
       p.grow_checks = kGrowChecks;
@@ -325,13 +324,18 @@ void AdmissionController::Climb(const AdmissionSignals& s) {
 
 void AdmissionController::Adjust(const AdmissionSignals& s) {
   if (!adaptive_) return;
-  if (!first_seen_) {
-    first_seen_ = true;
-    first_us_ = s.now_us;
+  // The warm-up, from the first round that admitted a txn (an engine may
+  // idle long before its first): nothing is measured and nothing changes
+  // (no growth, no climb, no generation counted); the controller starts
+  // after it.
+  if (warmup_us_ > 0) {
+    if (!first_seen_) {
+      if (s.admitted == 0) return;
+      first_seen_ = true;
+      first_us_ = s.now_us;
+    }
+    if (s.now_us - first_us_ < warmup_us_) return;
   }
-  // The warm-up: nothing is measured and nothing changes (no growth, no
-  // climb, no generation counted); the controller starts after it.
-  if (s.now_us < first_us_ + warmup_us_) return;
   if (climb_.phase != Phase::kOff) {
     Climb(s);
     if (climb_.phase != Phase::kOff) return;

@@ -11,8 +11,9 @@
 // - grow (by half, at least by `workers`) when a worker finds no runnable
 //   txn while the window stops admission, unless every txn admitted since
 //   the last change blocked (a serial chain); until a release rate is
-//   measured (after the warm-up) at once, then at most once a period, each growth kept only
-//   if each of the next two periods' release rates is 5% above the best
+//   measured (after the warm-up) at once, then at most once a period, each
+//   growth kept only if each of the next two periods' release rates is 5%
+//   above the best
 //   rate known where it grew from (its last period's, the descent's
 //   best), else undone and held; a growth kept is re-checked: once the
 //   next period has measured the grown window afresh, a trial back to the
@@ -24,21 +25,24 @@
 //   thread never out of input, no growth and (at the cap) no starving
 //   worker: a trial, kept only if the next period's release rate is not 3%
 //   below the best of the descent (its best window's rate: the mean of
-//   the periods measured there) nor 5% below the descent's top (where it
-//   started, or a window since measured twice and 3% faster), else undone
-//   and the next trial held (doubling, up to kMaxHoldPeriods); a best
-//   window whose mean over two or more periods falls 5% below the top
-//   goes one step (by half, at most to the top) back up towards it, held
-//   as after an undone trial (under noise, steps that each cost too little
-//   to be seen would otherwise walk the window down a gentle slope); an
-//   undone growth puts the descent's best and top back;
+//   the periods measured there, the last kRateMemory at most) nor 3%
+//   below the descent's top (where it started, or a window since measured
+//   in kTopPeriods periods and 3% faster), else undone and the next trial
+//   held (doubling, up to kMaxHoldPeriods); a best window whose mean over
+//   kTopPeriods or more periods falls 3% below the top goes one step (by
+//   half, at most to the top) back up towards it, held as after an undone
+//   trial (under noise, steps that each cost too little to be seen would
+//   otherwise walk the window down a gentle slope); an undone growth puts
+//   the descent's best and top back, and a growth kept low in a descent
+//   keeps its top;
 //   after an undone trial, a probe one step up, checked as a growth and
 //   held as one (an undone growth or probe delays the next of either);
 // - a period (the unit of every rate) lasts kClimbPeriodUs and a whole
 //   generation; one in which the input ran out or nothing was released
 //   measures nothing and is discarded;
-// - within warmup_us of the first round (a new engine's first touches of
-//   its memory) nothing is measured and nothing changes;
+// - within warmup_us of the first round that admitted a txn (a new
+//   engine's first touches of its memory) nothing is measured and nothing
+//   changes;
 // - when parked txns (waiting for other partitions' reads) explain the
 //   starvation, hill-climb on the release rate instead (a step up kept if 5%
 //   faster in each of two periods, a step down if not 3% slower) until the
@@ -52,6 +56,7 @@
 #ifndef DETDB_SCHEDULER_ADMISSION_H_
 #define DETDB_SCHEDULER_ADMISSION_H_
 
+#include <algorithm>
 #include <cstdint>
 
 namespace detdb {
@@ -72,8 +77,9 @@ inline constexpr uint64_t kAdmissionWarmupUs = 100000;
 
 // The options a PartitionCore gives its controller; an admission trace of
 // its rounds must record these for a replay to choose the same windows.
-inline AdmissionOptions EngineAdmissionOptions(uint32_t workers, uint32_t max_active, bool adaptive) {
-  return {.workers = workers, .max_active = max_active, .adaptive = adaptive, .warmup_us = kAdmissionWarmupUs};
+inline AdmissionOptions EngineAdmissionOptions(uint32_t workers, uint32_t max_active, bool adaptive,
+                                               uint64_t warmup_us = kAdmissionWarmupUs) {
+  return {.workers = workers, .max_active = max_active, .adaptive = adaptive, .warmup_us = warmup_us};
 }
 
 // What the lock thread saw since the previous Adjust().
@@ -126,7 +132,7 @@ class AdmissionController {
   // Growths undone because the release rate fell (counted in grows() too).
   uint64_t grows_undone() const { return grows_undone_; }
   bool trying_shrink() const { return probe_.trial; }
-  // Times a descent's best window, measured again, fell 5% below the
+  // Times a descent's best window, measured again, fell 3% below the
   // descent's top and the window went a step back up (not in grows()).
   uint64_t steps_back_up() const { return steps_back_up_; }
 
@@ -135,6 +141,10 @@ class AdmissionController {
   static constexpr uint64_t kClimbPeriodUs = 20000;
   // The longest wait, in periods, between shrink trials after undone ones.
   static constexpr uint64_t kMaxHoldPeriods = 32;
+  // Periods a window must be measured in to become a descent's top, or to
+  // be sent back up towards it (see Probe): the mean of 4 periods of a
+  // 20 ms rate measured within ~5% is within ~2.5%.
+  static constexpr uint64_t kTopPeriods = 4;
 
  private:
   enum class Phase { kOff, kBase, kTrial };
@@ -189,12 +199,20 @@ class AdmissionController {
   uint64_t shrink_step_ = 1;
   // A window of the descent and its release rate: the mean of the periods
   // measured there (txns per us); window 0: none.
+  // The mean is over the last kRateMemory periods at most (a running
+  // average that forgets), so that a workload whose speed drifts is judged
+  // by its recent rate: an average of every period ever measured would lag
+  // a slowing workload and undo every trial shrink.
+  static constexpr uint64_t kRateMemory = 32;
   struct RateAt {
     uint64_t window = 0;
-    double rate = 0, sum = 0;
-    uint64_t periods = 0;
-    void Set(uint64_t w, double r) { *this = RateAt{w, r, r, 1}; }
-    void Add(double r) { sum += r; rate = sum / static_cast<double>(++periods); }
+    double rate = 0;
+    uint64_t periods = 0;  // measured (counting past kRateMemory)
+    void Set(uint64_t w, double r) { *this = RateAt{w, r, 1}; }
+    void Add(double r) {
+      ++periods;
+      rate += (r - rate) / static_cast<double>(std::min(periods, kRateMemory));
+    }
   };
   struct ProbeState {
     bool started = false;        // start_us is set
@@ -203,8 +221,9 @@ class AdmissionController {
     uint64_t released = 0, admitted = 0;  // in the current period
     // The best window of the descent (the highest rate, none: nothing
     // measured yet), and its top: the window it started from, or a window
-    // since measured in two or more periods 3% faster. A trial shrink may
-    // cost 3% against the best, and the whole descent 5% against its top.
+    // since measured in kTopPeriods periods and 3% faster. A trial shrink
+    // may cost 3% against the best, and the whole descent 3% against its
+    // top.
     RateAt best, top;
     uint64_t hold = 0;           // periods to wait before the next trial
     uint64_t backoff = 1;        // the hold after the next undo

@@ -502,13 +502,14 @@ TEST_F(Admission, RatesOfTheWarmUpAreDiscarded) {
   c.Adjust(Starved());      // the first round: no growth either in the warm-up
   ASSERT_EQ(c.window(), 64u);
   for (int i = 0; i < 4; ++i) {
-    FedPeriod(&c, [i](uint64_t) { return 0.2 + 0.05 * i; });
+    FedPeriod(&c, [](uint64_t) { return 0.8; });  // nothing of it counts
     c.Adjust(Starved());
     EXPECT_EQ(c.window(), 64u) << "period " << i;
     EXPECT_EQ(c.shrinks(), 0u);
   }
   for (int i = 0; i < 3; ++i) FedPeriod(&c, [](uint64_t) { return 0.4; });
   EXPECT_GT(c.shrinks(), 0u) << "measured after the warm-up";
+  EXPECT_EQ(c.shrinks_undone(), 0u) << "judged against 0.4, not the warm-up's 0.8";
 }
 
 }  // namespace

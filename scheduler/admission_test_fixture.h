@@ -4,6 +4,7 @@
 #ifndef DETDB_SCHEDULER_ADMISSION_TEST_FIXTURE_H_
 #define DETDB_SCHEDULER_ADMISSION_TEST_FIXTURE_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include <gtest/gtest.h>

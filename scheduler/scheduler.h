@@ -118,7 +118,7 @@ struct SchedulerStats {
   // Of the shrinks, trials undone (the release rate fell, or a worker
   // starved in the trial); of the grows, those the release rate undid.
   uint64_t window_shrinks_undone = 0, window_grows_undone = 0;
-  // Times a descent's best window fell 5% below its top and the window went
+  // Times a descent's best window fell 3% below its top and the window went
   // a step back up (AdmissionController::steps_back_up).
   uint64_t window_steps_back_up = 0;
   uint64_t starved = 0;    // times a worker found no runnable txn

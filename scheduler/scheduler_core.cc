@@ -54,7 +54,8 @@ PartitionCore::PartitionCore(const PartitionCoreOptions& options, std::unique_pt
       listener_(listener),
       lm_(std::move(lm)),
       staged_(options.staged_alloc ? std::make_unique<StagedStates>() : nullptr),
-      admission_(EngineAdmissionOptions(options.workers, options.max_active, options.adaptive_admission)),
+      admission_(EngineAdmissionOptions(options.workers, options.max_active, options.adaptive_admission,
+                                        options.admission_warmup_us)),
       trace_(options.admission_trace),
       trace_partition_(options.trace_partition) {}
 

@@ -107,6 +107,9 @@ struct PartitionCoreOptions {
   uint32_t workers = 1;         // workers of the partition (the admission window's unit)
   uint32_t max_active = 2000;   // LockManagerOptions::max_active
   bool adaptive_admission = true;
+  // AdmissionOptions::warmup_us (the simulation, whose cost model has no
+  // first touches of memory, passes 0).
+  uint64_t admission_warmup_us = kAdmissionWarmupUs;
   // Txn states from per-sub-batch slabs freed in bulk (staged_states.h)
   // instead of a pool of reused states with their own heap memory.
   bool staged_alloc = false;
