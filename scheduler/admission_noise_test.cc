@@ -116,9 +116,10 @@ TEST_F(AdmissionNoise, AFlatRateWithNoiseDoesNotRatchetTheWindowUp) {
 // most admissions block, as each does when every txn writes one hot
 // record) costs too little to be seen in one period measured within +-8%,
 // and a trial may cost 3%. Two curves: the one measured under dclp at 80%
-// writes, contention 0.1, 1 worker (fixed windows, medians of 5 rounds:
-// 0.919, 0.950, 0.967, 1.0 and 1.009 of the rate at 64 for 8, 16, 32, 64
-// and 128; docs/ENGINE.md), and a steeper one (14% lower at 11, linear).
+// writes, contention 0.1, 1 worker (fixed windows, medians of 5 rounds
+// rounded to 1K: 388K, 401K, 408K, 422K and 426K at 8, 16, 32, 64 and 128,
+// i.e. 0.919, 0.950, 0.967, 1.0 and 1.009 of the rate at 64;
+// docs/ENGINE.md), and a steeper one (14% lower at 11, linear).
 // 1 or 7 of 8 admissions blocked, with and without a worker starving in a
 // tenth of the periods, 8 seeds each; the mean window and the mean rate
 // over the second half of 1,000 periods. Before the descent kept its
