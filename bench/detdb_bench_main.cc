@@ -40,7 +40,7 @@ DEFINE_uint32(depth, 0, "Dependency depth workload: reads between two writes of 
 DEFINE_double(multipartition, 0, "Share of txns spread over 2 partitions (needs --partitions >= 2)");
 DEFINE_uint64(txns, 0, "Run exactly this many txns (then --compare also checks equal digests)");
 DEFINE_double(duration, 3, "Seconds per lock manager when --txns is 0");
-DEFINE_uint32(outstanding, 4000, "Closed-loop client: txns in flight at most (tpcc: 200 unless given)");
+DEFINE_uint32(outstanding, 4000, "Closed-loop client: txns in flight at most (tpcc: 200, or 400 for a mix without Delivery and Stock-Level, unless given)");
 DEFINE_uint64(epoch_us, 1000, "Sequencer epoch length in microseconds (tpcc in one process: 500 unless given)");
 DEFINE_uint32(max_active, 2000, "Admission cap: active txns per partition at most");
 DEFINE_bool(staged_alloc, false,

@@ -18,14 +18,28 @@ EpochBatcher::EpochBatcher(uint32_t sequencer_id, const Partitioner* partitioner
 }
 
 namespace {
-// Sorted, deduplicated partitions of `keys`.
+// Sorted, deduplicated partitions of `keys`. The common cases, one
+// partition in all or all keys in one, skip the sort.
 void PartitionsOf(const google::protobuf::RepeatedField<uint64_t>& keys, const Partitioner& p,
                   std::vector<uint32_t>* scratch, google::protobuf::RepeatedField<uint32_t>* out) {
+  out->Clear();
+  if (keys.empty()) return;
+  if (p.num_partitions() == 1) {  // PartitionOf < num_partitions(): always 0
+    out->Add(0);
+    return;
+  }
   scratch->clear();
-  for (uint64_t k : keys) scratch->push_back(p.PartitionOf(k));
+  bool one = true;
+  for (uint64_t k : keys) {
+    scratch->push_back(p.PartitionOf(k));
+    one = one && scratch->back() == scratch->front();
+  }
+  if (one) {
+    out->Add(scratch->front());
+    return;
+  }
   std::sort(scratch->begin(), scratch->end());
   scratch->erase(std::unique(scratch->begin(), scratch->end()), scratch->end());
-  out->Clear();
   for (uint32_t x : *scratch) out->Add(x);
 }
 }  // namespace

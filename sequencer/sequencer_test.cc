@@ -47,6 +47,25 @@ TEST(EpochBatcher, IdsIncreaseInMergeOrderAndParticipantsAreComputed) {
   EXPECT_EQ(b.Close()->txns(0).id(), 3u) << "ids continue across epochs, empty ones included";
 }
 
+TEST(EpochBatcher, ParticipantsOnOnePartitionAndOutOfOrderKeys) {
+  const auto readers = [](const pb::Txn& t) { return std::vector<uint32_t>(t.readers().begin(), t.readers().end()); };
+  const auto writers = [](const pb::Txn& t) { return std::vector<uint32_t>(t.writers().begin(), t.writers().end()); };
+  ModPartitioner one(1);
+  EpochBatcher b1(1, &one, 1);
+  pb::Txn a = MakeTxn({3, 9, 12}, {});
+  ASSERT_TRUE(b1.Add(&a));
+  auto batch = b1.Close();
+  EXPECT_EQ(readers(batch->txns(0)), (std::vector<uint32_t>{0}));
+  EXPECT_TRUE(writers(batch->txns(0)).empty());
+  ModPartitioner three(3);
+  EpochBatcher b3(1, &three, 1);
+  pb::Txn c = MakeTxn({5, 3, 8, 2}, {4, 7, 1});  // partitions 2, 0, 2, 2 and 1, 1, 1
+  ASSERT_TRUE(b3.Add(&c));
+  batch = b3.Close();
+  EXPECT_EQ(readers(batch->txns(0)), (std::vector<uint32_t>{0, 2}));
+  EXPECT_EQ(writers(batch->txns(0)), (std::vector<uint32_t>{1}));
+}
+
 class CollectingSink : public BatchSink {
  public:
   void OnBatch(std::shared_ptr<const pb::Batch> batch) override {

@@ -178,15 +178,17 @@ Generator::Request Generator::Next() {
       a.set_c_id(c);
       const int n = static_cast<int>(rng_.Uniform(5, 15));
       const bool rollback = Unit(&rng_) < o_.rollback;
+      a.mutable_i_ids()->Reserve(n);
+      a.mutable_supply_w_ids()->Reserve(n);
+      a.mutable_quantities()->Reserve(n);
       for (int i = 0; i < n; ++i) {
-        tp::OrderLineInput* line = a.add_lines();
         uint32_t item = rng_.NURand(8191, 1, sc.items, run_.ol_i_id);
         if (rollback && i == n - 1) item = sc.items + 1;  // unused (clause 2.4.1.4)
         uint32_t supply = w;
         if (sc.warehouses > 1 && Unit(&rng_) < o_.remote_line) supply = OtherWarehouse(&rng_, sc.warehouses, w);
-        line->set_i_id(item);
-        line->set_supply_w_id(supply);
-        line->set_quantity(static_cast<uint32_t>(rng_.Uniform(1, 10)));
+        a.add_i_ids(item);
+        a.add_supply_w_ids(supply);
+        a.add_quantities(static_cast<uint32_t>(rng_.Uniform(1, 10)));
         reads.push_back(StockKey(supply, item));
         writes.push_back(StockKey(supply, item));
       }

@@ -24,6 +24,20 @@ namespace tp = pb::tpcc;
 
 std::vector<Key> Keys(const google::protobuf::RepeatedField<uint64_t>& f) { return {f.begin(), f.end()}; }
 
+// New-Order's lines as the generator writes them: the packed encoding only.
+std::vector<tp::OrderLineInput> LinesOf(const tp::NewOrderArgs& a) {
+  EXPECT_EQ(a.lines_size(), 0) << "the generator writes the packed encoding";
+  EXPECT_EQ(a.supply_w_ids_size(), a.i_ids_size());
+  EXPECT_EQ(a.quantities_size(), a.i_ids_size());
+  std::vector<tp::OrderLineInput> out(a.i_ids_size());
+  for (int i = 0; i < a.i_ids_size() && i < a.supply_w_ids_size() && i < a.quantities_size(); ++i) {
+    out[i].set_i_id(a.i_ids(i));
+    out[i].set_supply_w_id(a.supply_w_ids(i));
+    out[i].set_quantity(a.quantities(i));
+  }
+  return out;
+}
+
 std::vector<Key> SortedUnique(std::vector<Key> v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -124,15 +138,17 @@ TEST(TpccGenerator, NewOrderInputs) {
       ASSERT_LE(a.d_id(), 10u);
       ASSERT_GE(a.c_id(), 1u);
       ASSERT_LE(a.c_id(), sc.customers_per_district);
-      ASSERT_GE(a.lines_size(), 5);
-      ASSERT_LE(a.lines_size(), 15);
-      ++line_counts[a.lines_size()];
+      const std::vector<tp::OrderLineInput> lines_of = LinesOf(a);
+      const int n_lines = static_cast<int>(lines_of.size());
+      ASSERT_GE(n_lines, 5);
+      ASSERT_LE(n_lines, 15);
+      ++line_counts[n_lines];
       bool any_remote = false;
-      for (int l = 0; l < a.lines_size(); ++l) {
-        const auto& in = a.lines(l);
+      for (int l = 0; l < n_lines; ++l) {
+        const auto& in = lines_of[l];
         ++lines;
         if (in.i_id() == sc.items + 1) {
-          ASSERT_EQ(l, a.lines_size() - 1) << "only the last line has the unused item";
+          ASSERT_EQ(l, n_lines - 1) << "only the last line has the unused item";
           ++rollbacks;
         } else {
           ASSERT_GE(in.i_id(), 1u);
@@ -152,7 +168,7 @@ TEST(TpccGenerator, NewOrderInputs) {
       std::vector<Key> reads = {WarehouseKey(a.w_id()), DistrictKey(a.w_id(), a.d_id()),
                                 CustomerKey(a.w_id(), a.d_id(), a.c_id()), DistrictNextKey(a.w_id(), a.d_id())};
       std::vector<Key> writes = {DistrictNextKey(a.w_id(), a.d_id())};
-      for (const auto& in : a.lines()) {
+      for (const auto& in : lines_of) {
         reads.push_back(StockKey(in.supply_w_id(), in.i_id()));
         writes.push_back(StockKey(in.supply_w_id(), in.i_id()));
       }
@@ -176,7 +192,7 @@ TEST(TpccGenerator, NewOrderItemsAreNonUniform) {
   for (int i = 0; i < 20000; ++i) {
     tp::NewOrderArgs a;
     ASSERT_TRUE(a.ParseFromString(gen.Next().txn.args()));
-    for (const auto& in : a.lines()) ++hits[in.i_id()];
+    for (const auto& in : LinesOf(a)) ++hits[in.i_id()];
   }
   int mx = 0;
   for (const auto& [i, h] : hits) mx = std::max(mx, h);

@@ -166,23 +166,38 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   const uint32_t w = a.w_id(), d = a.d_id(), c = a.c_id();
   if (!ValidWarehouse(w) || !ValidDistrict(d) || c < 1)
     return absl::InvalidArgumentError(absl::StrCat("bad New-Order warehouse/district/customer ", w, "/", d, "/", c));
-  if (a.lines_size() < 1 || a.lines_size() > static_cast<int>(kMaxOrderLines))
-    return absl::InvalidArgumentError(absl::StrCat("New-Order with ", a.lines_size(), " lines"));
-  for (const tp::OrderLineInput& in : a.lines()) {
-    if (!ValidWarehouse(in.supply_w_id()) || in.quantity() < 1 || in.quantity() > 10)
+  // The lines, from whichever encoding the client used.
+  struct Line {
+    uint32_t i_id, supply_w_id, quantity;
+  };
+  std::array<Line, kMaxOrderLines> lines;
+  const bool packed = a.lines_size() == 0;
+  const int n = packed ? a.i_ids_size() : a.lines_size();
+  if (packed && (a.supply_w_ids_size() != n || a.quantities_size() != n))
+    return absl::InvalidArgumentError(absl::StrCat("New-Order with ", n, " item ids, ", a.supply_w_ids_size(),
+                                                   " supply warehouses and ", a.quantities_size(), " quantities"));
+  if (!packed && (a.i_ids_size() != 0 || a.supply_w_ids_size() != 0 || a.quantities_size() != 0))
+    return absl::InvalidArgumentError("New-Order with its lines in both encodings");
+  if (n < 1 || n > static_cast<int>(kMaxOrderLines))
+    return absl::InvalidArgumentError(absl::StrCat("New-Order with ", n, " lines"));
+  for (int i = 0; i < n; ++i) {
+    lines[i] = packed ? Line{a.i_ids(i), a.supply_w_ids(i), a.quantities(i)}
+                      : Line{a.lines(i).i_id(), a.lines(i).supply_w_id(), a.lines(i).quantity()};
+    const Line& in = lines[i];
+    if (!ValidWarehouse(in.supply_w_id) || in.quantity < 1 || in.quantity > 10)
       return absl::InvalidArgumentError(
-          absl::StrCat("bad New-Order line: supply warehouse ", in.supply_w_id(), ", quantity ", in.quantity()));
+          absl::StrCat("bad New-Order line: supply warehouse ", in.supply_w_id, ", quantity ", in.quantity));
   }
 
   // Items first: an unused item rolls the whole txn back (clause 2.4.2.3).
   std::array<ItemRow, kMaxOrderLines> items;
   std::array<Key, kMaxOrderLines> item_keys;
-  for (int i = 0; i < a.lines_size(); ++i) item_keys[i] = ItemKey(a.lines(i).i_id());
-  ctx->Prefetch(std::span<const Key>(item_keys.data(), a.lines_size()));
-  for (int i = 0; i < a.lines_size(); ++i) {
-    absl::StatusOr<std::string_view> v = ctx->ReadReplicated(ItemKey(a.lines(i).i_id()));
+  for (int i = 0; i < n; ++i) item_keys[i] = ItemKey(lines[i].i_id);
+  ctx->Prefetch(std::span<const Key>(item_keys.data(), n));
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<std::string_view> v = ctx->ReadReplicated(item_keys[i]);
     if (absl::IsNotFound(v.status()))
-      return absl::AbortedError(absl::StrCat(AV(kRollback), ": item ", a.lines(i).i_id(), " is unused"));
+      return absl::AbortedError(absl::StrCat(AV(kRollback), ": item ", lines[i].i_id, " is unused"));
     if (!v.ok()) return v.status();
     if (!Parse(*v, &items[i])) return absl::InternalError("ITEM record of the wrong size");
   }
@@ -212,13 +227,13 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
 
   bool all_local = true;
   int64_t sum = 0;
-  for (int i = 0; i < a.lines_size(); ++i) {
-    const tp::OrderLineInput& in = a.lines(i);
-    const uint32_t supply_w = in.supply_w_id();
-    const int32_t qty = static_cast<int32_t>(in.quantity());
+  for (int i = 0; i < n; ++i) {
+    const Line& in = lines[i];
+    const uint32_t supply_w = in.supply_w_id;
+    const int32_t qty = static_cast<int32_t>(in.quantity);
     // The STOCK row in place: an item on two lines gets the first line's
     // row back (Update), changed again.
-    absl::StatusOr<StockRow*> row = UpdateRow<StockRow>(ctx, StockKey(supply_w, in.i_id()));
+    absl::StatusOr<StockRow*> row = UpdateRow<StockRow>(ctx, StockKey(supply_w, in.i_id));
     if (!row.ok()) return row.status();
     StockRow& stock = **row;
     // Clause 2.4.2.2.
@@ -240,7 +255,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
 
     OrderLineRow line;
     Zero(&line);
-    line.i_id = static_cast<int32_t>(in.i_id());
+    line.i_id = static_cast<int32_t>(in.i_id);
     line.supply_w_id = static_cast<int32_t>(supply_w);
     line.delivery_d = 0;
     line.quantity = qty;
@@ -260,7 +275,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   order.c_id = static_cast<int32_t>(c);
   order.entry_d = Timestamp(ctx);
   order.carrier_id = 0;
-  order.ol_cnt = a.lines_size();
+  order.ol_cnt = n;
   order.all_local = all_local ? 1 : 0;
   if (!(s = WriteRow(ctx, OrderKey(w, d, static_cast<uint32_t>(o_id)), order)).ok()) return s;
 
