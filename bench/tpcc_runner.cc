@@ -35,8 +35,8 @@ double ProcessCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-uint64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+uint64_t Ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
 // Where txns go and results come from.
@@ -161,13 +161,16 @@ class Driver {
       }
       const bool more = o_.txns != 0 ? started_ < o_.txns : now < end;
       if (!more && in_flight_.empty() && outbox_.empty()) break;
-      // Fill the window with new logical txns.
+      // Fill the window with new logical txns. One clock reading stamps
+      // them all (and, below, the results of one poll): they leave, and
+      // come back, together.
+      const uint64_t now_ns = Ns(now);
       while (more && started_ < (o_.txns != 0 ? o_.txns : UINT64_MAX) &&
              in_flight_.size() + outbox_.size() < o_.outstanding) {
         Generator::Request req = gen_.Next();
         ++started_;
         auto req_ptr = std::make_shared<Generator::Request>(std::move(req));
-        Enqueue(req_ptr->txn, Pending{req_ptr, req_ptr->recon, NowNs()});
+        Enqueue(req_ptr->txn, Pending{req_ptr, req_ptr->recon, now_ns});
       }
       absl::Status s = Flush();
       if (!s.ok()) return s;
@@ -176,11 +179,13 @@ class Driver {
       // Full window: sleep until an eighth of it has come back, or 1 ms.
       s = backend_->Poll(&results, milliseconds(full ? 1 : 0), full ? std::max<size_t>(1, in_flight_.size() / 8) : 1);
       if (!s.ok()) return s;
-      if (!results.empty()) last_progress = Clock::now();
-      if (Clock::now() - last_progress > std::chrono::seconds(60))
+      const auto polled = Clock::now();
+      if (!results.empty()) last_progress = polled;
+      if (polled - last_progress > std::chrono::seconds(60))
         return absl::DeadlineExceededError(absl::StrCat("no result for 60 s; ", in_flight_.size(), " txns in flight"));
+      const uint64_t polled_ns = Ns(polled);
       for (const pb::TxnResult& res : results) {
-        s = Handle(res, r);
+        s = Handle(res, polled_ns, r);
         if (!s.ok()) return s;
       }
     }
@@ -215,7 +220,8 @@ class Driver {
     return s;
   }
 
-  absl::Status Handle(const pb::TxnResult& res, TpccRunResult* r) {
+  // now_ns: when res came back (Ns of Clock::now()).
+  absl::Status Handle(const pb::TxnResult& res, uint64_t now_ns, TpccRunResult* r) {
     auto it = in_flight_.find(res.client_seq());
     if (it == in_flight_.end()) return absl::InternalError(absl::StrCat("unexpected result for seq ", res.client_seq()));
     Pending p = std::move(it->second);
@@ -232,7 +238,7 @@ class Driver {
         }
         ++kr.committed;
         ++done_;
-        hist_[k].Record(NowNs() - p.start_ns);
+        hist_[k].Record(now_ns - p.start_ns);
         return absl::OkStatus();
       case pb::STATUS_ABORTED:
         if (res.error().rfind(kRollback, 0) == 0) {

@@ -151,6 +151,8 @@ Generator::Request Generator::Next() {
   req.w = w;
   pb::Txn& txn = req.txn;
   std::vector<Key> reads, writes;
+  reads.reserve(2 * kMaxOrderLines);  // New-Order: up to 15 STOCK rows and 4 more
+  writes.reserve(2 * kMaxOrderLines);
 
   // A customer of (cw, cd): 60% by last name (resolved through the index),
   // else by id. Sets *by_name.
