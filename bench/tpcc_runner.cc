@@ -59,11 +59,11 @@ class InProcessBackend final : public Backend, public TxnClient {
     id_ = engine->RegisterClient(this);
   }
   uint64_t client_id() const override { return id_; }
-  void OnResult(const pb::TxnResult& r) override {
+  void OnResult(pb::TxnResult r) override {
     size_t n;
     {
       std::lock_guard<std::mutex> l(mu_);
-      results_.push_back(r);
+      results_.push_back(std::move(r));
       n = results_.size();
     }
     // Waking the client costs a futex call on each side: once per batch.

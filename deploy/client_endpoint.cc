@@ -208,7 +208,7 @@ bool ClientEndpoint::Recall(uint64_t client, uint64_t seq, pb::TxnResult* out, u
   return true;
 }
 
-void ClientEndpoint::OnResult(const pb::TxnResult& result) {
+void ClientEndpoint::OnResult(pb::TxnResult result) {
   Remember(result);
   // Before the engine takes txns it only replays its log: those results
   // rebuild the table above; nobody waits for them.
@@ -220,7 +220,7 @@ void ClientEndpoint::OnResult(const pb::TxnResult& result) {
     // reply_batch_us for more) and again when a batch is full.
     wake = (results_.empty() && replies_.empty()) || results_.size() + 1 == kReplyBatch;
     if (results_.empty()) first_result_ = std::chrono::steady_clock::now();
-    results_.push_back(result);
+    results_.push_back(std::move(result));
   }
   if (wake) Wake();
 }

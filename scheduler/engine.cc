@@ -93,7 +93,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
         options.log, options.peers != nullptr ? options.peers->num_nodes() : 1,
         options.peers != nullptr ? options.peers->node_id() : 0, options.peers, options.peers != nullptr,
         [self](std::shared_ptr<const pb::Batch> b) { self->EnqueueLocal(b); },
-        [self](const pb::TxnResult& r) { self->DeliverNow(r); },
+        [self](pb::TxnResult r) { self->DeliverNow(std::move(r)); },
         [self](const absl::Status& s) { self->OnLogFailure(s); });
     // Reads and results for other nodes leave once their epoch is durable
     // here (scheduler/peer_outbox.h).
@@ -406,25 +406,26 @@ void Engine::EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch) {
   for (PartitionId p : local_) schedulers_[p]->Enqueue(std::move(subs[p]));
 }
 
-void Engine::Deliver(const pb::TxnResult& result, uint64_t charge) {
+void Engine::Deliver(pb::TxnResult result, uint64_t charge) {
   // The txn's bytes are freed once it ran (its reply is small), even if the
   // reply waits for durability.
   pending_bytes_.fetch_sub(charge, std::memory_order_acq_rel);
   if (stage_ != nullptr) {
-    stage_->Hold(result);  // DeliverNow once its epoch is durable on every node
+    stage_->Hold(std::move(result));  // DeliverNow once its epoch is durable on every node
   } else {
-    DeliverNow(result);
+    DeliverNow(std::move(result));
   }
 }
 
-void Engine::DeliverNow(const pb::TxnResult& result) {
+void Engine::DeliverNow(pb::TxnResult result) {
+  const uint64_t txn_id = result.txn_id();
   if (options_.results != nullptr) {
-    options_.results->OnResult(result);
+    options_.results->OnResult(std::move(result));
   } else {
     TxnClient* c = result.client_id() - 1 < clients_.size() ? clients_[result.client_id() - 1] : nullptr;
-    if (c != nullptr) c->OnResult(result);
+    if (c != nullptr) c->OnResult(std::move(result));
   }
-  if (track_answers_) NoteAnswered(result.txn_id());
+  if (track_answers_) NoteAnswered(txn_id);
   replied_.fetch_add(1, std::memory_order_release);
 }
 

@@ -28,8 +28,9 @@ namespace detdb {
 class TxnClient {
  public:
   virtual ~TxnClient() = default;
-  // Called once per txn the client submitted, from a worker thread.
-  virtual void OnResult(const pb::TxnResult& result) = 0;
+  // Called once per txn the client submitted, from a worker thread. The
+  // result is the client's (moved in: no copy on the way).
+  virtual void OnResult(pb::TxnResult result) = 0;
 };
 
 struct EngineOptions {

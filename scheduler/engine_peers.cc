@@ -154,7 +154,7 @@ void Engine::OnTxnResult(const pb::Txn& txn, pb::TxnResult result) {
     outbox_->SendResult(txn.origin_node(), result);
     return;
   }
-  Deliver(result, TxnCharge(txn));
+  Deliver(std::move(result), TxnCharge(txn));
 }
 
 void Engine::OnPeerResult(uint32_t from, const pb::TxnResult& result) {

@@ -238,7 +238,7 @@ void LogStage::Advance(uint64_t w, TxnId dense_bound) {
   }
   if (out.empty()) return;
   if (options_.crash_hook) options_.crash_hook("log_synced");
-  for (const pb::TxnResult& r : out) deliver_(r);
+  for (pb::TxnResult& r : out) deliver_(std::move(r));
 }
 
 void LogStage::Hurry() {
@@ -246,16 +246,16 @@ void LogStage::Hurry() {
   if (writer_ != nullptr) writer_->Hurry();
 }
 
-void LogStage::Hold(const pb::TxnResult& result) {
+void LogStage::Hold(pb::TxnResult result) {
   {
     std::lock_guard<std::mutex> l(gate_mu_);
     if (failed()) return;  // never a reply after the log failed
     if (result.txn_id() > bound_) {
-      held_.push_back(result);
+      held_.push_back(std::move(result));
       return;
     }
   }
-  deliver_(result);
+  deliver_(std::move(result));
 }
 
 std::optional<uint32_t> LogStage::EpochCrc(uint64_t epoch) const {

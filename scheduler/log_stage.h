@@ -99,7 +99,7 @@ struct RecoveredInput {
 class LogStage {
  public:
   using BatchFn = std::function<void(std::shared_ptr<const pb::Batch>)>;
-  using ResultFn = std::function<void(const pb::TxnResult&)>;
+  using ResultFn = std::function<void(pb::TxnResult)>;
   using FatalFn = std::function<void(const absl::Status&)>;
 
   // epoch_ids: txn ids are EpochBatcher's kEpochSequencer ids (cluster);
@@ -136,7 +136,7 @@ class LogStage {
   void Hurry();
 
   void Add(std::shared_ptr<const pb::Batch> batch);
-  void Hold(const pb::TxnResult& result);
+  void Hold(pb::TxnResult result);
   void OnPeerDurable(uint32_t node, uint64_t epoch);
 
   uint64_t durable_epoch() const { return local_durable_.load(std::memory_order_acquire); }
