@@ -47,11 +47,12 @@ bool CloseTimeseries(std::unique_ptr<TimeseriesWriter>* ts);
 namespace tpcc {
 namespace {
 
-void PrintJson(const TpccRunResult& r) {
+void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
   printf("{\"workload\":\"tpcc\",\"lock_manager\":\"%s\",\"warehouses\":%u,\"partitions\":%u,\"nodes\":%u,"
-         "\"mix\":\"%s\",\"seconds\":%.3f,\"committed\":%lu,\"txns_per_sec\":%.0f,\"new_orders_per_min\":%.0f,"
+         "\"mix\":\"%s\",\"outstanding\":%u,\"epoch_us\":%lu,\"seconds\":%.3f,\"committed\":%lu,\"txns_per_sec\":%.0f,\"new_orders_per_min\":%.0f,"
          "\"restart_rate\":%.5f,\"consistency_ok\":%s",
-         r.lock_manager.c_str(), r.warehouses, r.partitions, r.nodes, FLAGS_mix.c_str(), r.seconds,
+         r.lock_manager.c_str(), r.warehouses, r.partitions, r.nodes, FLAGS_mix.c_str(), o.outstanding,
+         static_cast<unsigned long>(o.epoch_us), r.seconds,
          static_cast<unsigned long>(r.committed), r.txns_per_sec, r.new_orders_per_min, r.restart_rate,
          r.consistency_checked ? (r.consistency_ok ? "true" : "false") : "null");
   for (int k = 0; k < kNumKinds; ++k) {
@@ -132,23 +133,17 @@ int TpccCommand() {
   // a known limitation of the controller with TPC-C's serial chains).
   o.adaptive_admission =
       gflags::GetCommandLineFlagInfoOrDie("adaptive_admission").is_default ? false : FLAGS_adaptive_admission;
-  // TPC-C's txns are short and the client keeps 200 in flight, so the
-  // epoch wait dominates their latency and, closed-loop, the throughput:
-  // 500 us epochs measured 167K txns/s New-Order + Payment against 132K
-  // with 1 ms (docs/TPCC.md).
+  // TPC-C's txns are short, so the epoch wait dominates their latency and,
+  // closed-loop, the throughput: with 200 in flight 500 us epochs measured
+  // 167K txns/s New-Order + Payment against 132K with 1 ms (docs/TPCC.md);
+  // with 400 in flight (New-Order + Payment's default since) 500 and 250 us
+  // measured the same.
   o.epoch_us = gflags::GetCommandLineFlagInfoOrDie("epoch_us").is_default ? 500 : FLAGS_epoch_us;
   o.lock.max_active = FLAGS_max_active;
   o.lock.table_size = FLAGS_table_size;
   o.lock.check_invariants = false;
-  // In flight by default: 200 with Delivery or Stock-Level in the mix (their
-  // reconnaissance restarts grow with the overlap: 2% at 200, 19% at 300,
-  // 55% at 400), 400 without (New-Order + Payment keep the two cores busy
-  // only from ~400: 196K txns/s at 200, 228K at 400, 225K at 800;
-  // docs/TPCC.md).
-  const bool has_recon = o.mix.percent[static_cast<int>(TxnKind::kDelivery)] > 0 ||
-                         o.mix.percent[static_cast<int>(TxnKind::kStockLevel)] > 0;
-  o.outstanding = gflags::GetCommandLineFlagInfoOrDie("outstanding").is_default ? (has_recon ? 200 : 400)
-                                                                                : FLAGS_outstanding;
+  o.outstanding =
+      gflags::GetCommandLineFlagInfoOrDie("outstanding").is_default ? DefaultOutstanding(o.mix) : FLAGS_outstanding;
   o.txns = FLAGS_txns;
   o.duration_s = FLAGS_duration;
   o.check = FLAGS_check;
@@ -210,7 +205,7 @@ int TpccCommand() {
       return 1;
     }
     if (FLAGS_json) {
-      PrintJson(*r);
+      PrintJson(*r, o);
     } else {
       PrintSummary(*r);
     }

@@ -33,6 +33,19 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.lock_manager << ", " <<
 
 class TpccEndToEnd : public ::testing::TestWithParam<Case> {};
 
+TEST(TpccDefaults, OutstandingDependsOnReconnaissanceInTheMix) {
+  const auto with = [](const std::string& text) {
+    absl::StatusOr<Mix> m = Mix::Parse(text);
+    EXPECT_TRUE(m.ok()) << text;
+    return DefaultOutstanding(*m);
+  };
+  EXPECT_EQ(with("full"), 200u);
+  EXPECT_EQ(with("no+payment"), 400u);
+  EXPECT_EQ(with("50,46,4,0,0"), 400u);  // Order-Status has no reconnaissance
+  EXPECT_EQ(with("50,46,0,4,0"), 200u);  // Delivery
+  EXPECT_EQ(with("50,46,0,0,4"), 200u);  // Stock-Level
+}
+
 TEST_P(TpccEndToEnd, ConsistentAndEqualToTheSerialExecutorAndEveryLockManager) {
   const Case c = GetParam();
   TpccRunOptions o;

@@ -163,8 +163,9 @@ class Driver {
       if (!more && in_flight_.empty() && outbox_.empty()) break;
       // Fill the window with new logical txns. One clock reading stamps
       // them all (and, below, the results of one poll): they leave, and
-      // come back, together.
-      const uint64_t now_ns = Ns(now);
+      // come back, together. Read after the progress report, which may
+      // print or write a file.
+      const uint64_t now_ns = Ns(o_.progress ? Clock::now() : now);
       while (more && started_ < (o_.txns != 0 ? o_.txns : UINT64_MAX) &&
              in_flight_.size() + outbox_.size() < o_.outstanding) {
         Generator::Request req = gen_.Next();
@@ -456,6 +457,12 @@ absl::StatusOr<TpccRunResult> RunOnCluster(const TpccRunOptions& o) {
 }
 
 }  // namespace
+
+uint32_t DefaultOutstanding(const Mix& mix) {
+  const bool recon = mix.percent[static_cast<int>(TxnKind::kDelivery)] > 0 ||
+                     mix.percent[static_cast<int>(TxnKind::kStockLevel)] > 0;
+  return recon ? 200 : 400;
+}
 
 absl::StatusOr<TpccRunResult> RunTpcc(const TpccRunOptions& o) {
   if (o.outstanding == 0) return absl::InvalidArgumentError("--outstanding must be positive");

@@ -51,7 +51,7 @@ struct TpccRunOptions {
   std::optional<pb::ClusterConfig> cluster;
   CurveKeyPair cluster_curve;      // the client's keys for a CURVE cluster (docs/SECURITY.md)
   // The client:
-  uint32_t outstanding = 200;
+  uint32_t outstanding = 200;      // detdb-bench tpcc's default: DefaultOutstanding(mix)
   uint64_t txns = 0;               // stop after this many committed or rolled back txns (0: duration)
   double duration_s = 5;
   bool check = true;               // run the consistency checker afterwards
@@ -64,7 +64,11 @@ struct KindResult {
   uint64_t rolled_back = 0;        // New-Order's 1% rollback (an expected, deterministic abort)
   uint64_t restarts = 0;           // reconnaissance no longer held: run again
   uint64_t refused = 0;            // refused before sequencing (should stay 0)
-  uint64_t p50_us = 0, p90_us = 0, p99_us = 0;  // first submission (recon included) to commit
+  // First submission (recon included) to commit, as the client sees them:
+  // stamped when its round of submissions starts and when the poll that
+  // brought the result returned (one clock reading each), so a few tens
+  // of us above the exact figure at most.
+  uint64_t p50_us = 0, p90_us = 0, p99_us = 0;
 };
 
 struct TpccRunResult {
@@ -101,6 +105,14 @@ struct TpccRunResult {
 };
 
 absl::StatusOr<TpccRunResult> RunTpcc(const TpccRunOptions& options);
+
+// Txns in flight that `detdb-bench tpcc` keeps unless told: 200 when the
+// mix has Delivery or Stock-Level (their reconnaissance restarts grow with
+// the overlap: 2% at 200, 19% at 300, 55% at 400 in flight), else 400
+// (New-Order + Payment keep two cores busy only from about 400: 196K
+// txns/s at 200, 228K at 400, 225K at 800). docs/TPCC.md, "Issue 14's
+// 330K aim, eleventh session".
+uint32_t DefaultOutstanding(const Mix& mix);
 
 }  // namespace tpcc
 }  // namespace detdb

@@ -21,6 +21,7 @@
 #include "io/file_system.h"
 #include "proto/client.pb.h"
 #include "proto/cluster.pb.h"
+#include "proto/tpcc.pb.h"
 #include "scheduler/checkpoint.h"
 #include "sequencer/epoch_batcher.h"
 #include "sequencer/input_log.h"
@@ -81,6 +82,22 @@ void ClientRequests() {
       stamp(&q.txn);
       *r.add_txns() = q.txn;
       Put("client_request", absl::StrCat("tpcc_", i), r.SerializeAsString());
+      if (q.kind != tpcc::TxnKind::kNewOrder) continue;
+      // The same New-Order with its lines as sub-messages (the first
+      // encoding, still read: proto/tpcc.proto).
+      pb::tpcc::NewOrderArgs a;
+      CHECK(a.ParseFromString(q.txn.args()));
+      for (int l = 0; l < a.i_ids_size(); ++l) {
+        pb::tpcc::OrderLineInput* in = a.add_lines();
+        in->set_i_id(a.i_ids(l));
+        in->set_supply_w_id(a.supply_w_ids(l));
+        in->set_quantity(a.quantities(l));
+      }
+      a.clear_i_ids();
+      a.clear_supply_w_ids();
+      a.clear_quantities();
+      r.mutable_txns(0)->set_args(a.SerializeAsString());
+      Put("client_request", absl::StrCat("tpcc_nested_", i), r.SerializeAsString());
     }
   }
   {

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "workloads/tpcc/new_order_lines.h"
 #include "workloads/tpcc/schema.h"
 #include "proto/tpcc.pb.h"
 
@@ -153,8 +154,9 @@ absl::StatusOr<std::vector<uint32_t>> RecentItems(TxnContext* ctx, uint32_t w, u
 // ---- New-Order (clause 2.4.2) ----
 
 absl::Status NewOrder(TxnContext* ctx, std::string* result) {
-  // Arguments and result live on an arena with a stack block: their dozens
-  // of sub-messages and fields cost no heap allocation.
+  // Arguments and result live on an arena with a stack block: their
+  // fields (and the sub-messages of the first encoding of the lines) cost
+  // no heap allocation.
   alignas(16) char block[4096];
   google::protobuf::ArenaOptions arena_options;
   arena_options.initial_block = block;
@@ -167,27 +169,9 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   if (!ValidWarehouse(w) || !ValidDistrict(d) || c < 1)
     return absl::InvalidArgumentError(absl::StrCat("bad New-Order warehouse/district/customer ", w, "/", d, "/", c));
   // The lines, from whichever encoding the client used.
-  struct Line {
-    uint32_t i_id, supply_w_id, quantity;
-  };
-  std::array<Line, kMaxOrderLines> lines;
-  const bool packed = a.lines_size() == 0;
-  const int n = packed ? a.i_ids_size() : a.lines_size();
-  if (packed && (a.supply_w_ids_size() != n || a.quantities_size() != n))
-    return absl::InvalidArgumentError(absl::StrCat("New-Order with ", n, " item ids, ", a.supply_w_ids_size(),
-                                                   " supply warehouses and ", a.quantities_size(), " quantities"));
-  if (!packed && (a.i_ids_size() != 0 || a.supply_w_ids_size() != 0 || a.quantities_size() != 0))
-    return absl::InvalidArgumentError("New-Order with its lines in both encodings");
-  if (n < 1 || n > static_cast<int>(kMaxOrderLines))
-    return absl::InvalidArgumentError(absl::StrCat("New-Order with ", n, " lines"));
-  for (int i = 0; i < n; ++i) {
-    lines[i] = packed ? Line{a.i_ids(i), a.supply_w_ids(i), a.quantities(i)}
-                      : Line{a.lines(i).i_id(), a.lines(i).supply_w_id(), a.lines(i).quantity()};
-    const Line& in = lines[i];
-    if (!ValidWarehouse(in.supply_w_id) || in.quantity < 1 || in.quantity > 10)
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad New-Order line: supply warehouse ", in.supply_w_id, ", quantity ", in.quantity));
-  }
+  std::array<OrderLine, kMaxOrderLines> lines;
+  int n = 0;
+  if (!(s = DecodeOrderLines(a, &lines, &n)).ok()) return s;
 
   // Items first: an unused item rolls the whole txn back (clause 2.4.2.3).
   std::array<ItemRow, kMaxOrderLines> items;
@@ -228,7 +212,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   bool all_local = true;
   int64_t sum = 0;
   for (int i = 0; i < n; ++i) {
-    const Line& in = lines[i];
+    const OrderLine& in = lines[i];
     const uint32_t supply_w = in.supply_w_id;
     const int32_t qty = static_cast<int32_t>(in.quantity);
     // The STOCK row in place: an item on two lines gets the first line's

@@ -650,13 +650,23 @@ TEST(TpccProcedures, NewOrderReadsBothEncodingsOfItsLines) {
     FillItems(db);
     FillOneWarehouse(db, 1);
   }
-  const std::vector<std::vector<Line>> orders = {
-      {{1, 1, 5}, {2, 1, 8}, {3, 1, 2}}, {{2, 1, 10}, {2, 1, 1}}, {{4, 1, 3}, {5, 1, 9}, {1, 1, 1}, {6, 1, 4}}};
-  for (const auto& lines : orders) {
-    const pb::TxnResult a = packed.Run(NewOrderTxn(&packed, 1, 3, 2, lines, {}, true));
-    const pb::TxnResult b = nested.Run(NewOrderTxn(&nested, 1, 3, 2, lines, {}, false));
-    ASSERT_EQ(a.status(), pb::STATUS_OK) << a.error();
+  // The third rolls back: its last item is unused (clause 2.4.1.4).
+  const uint32_t unused = 11;  // FillItems adds items 1..10
+  const std::vector<std::vector<Line>> orders = {{{1, 1, 5}, {2, 1, 8}, {3, 1, 2}},
+                                                 {{2, 1, 10}, {2, 1, 1}},
+                                                 {{1, 1, 3}, {unused, 1, 1}},
+                                                 {{4, 1, 3}, {5, 1, 9}, {1, 1, 1}, {6, 1, 4}}};
+  for (size_t i = 0; i < orders.size(); ++i) {
+    const pb::TxnResult a = packed.Run(NewOrderTxn(&packed, 1, 3, 2, orders[i], {}, true));
+    const pb::TxnResult b = nested.Run(NewOrderTxn(&nested, 1, 3, 2, orders[i], {}, false));
+    if (i == 2) {
+      EXPECT_EQ(a.status(), pb::STATUS_ABORTED);
+      EXPECT_TRUE(StartsWith(a.error(), kRollback)) << a.error();
+    } else {
+      ASSERT_EQ(a.status(), pb::STATUS_OK) << a.error();
+    }
     EXPECT_EQ(a.status(), b.status());
+    EXPECT_EQ(a.error(), b.error());
     EXPECT_EQ(a.result(), b.result());
   }
   EXPECT_EQ(packed.Digests(), nested.Digests());
@@ -684,9 +694,16 @@ TEST_F(ProceduresTest, NewOrderRefusesMalformedLines) {
   r = db_.Run(t);
   EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
   EXPECT_NE(r.error().find("both encodings"), std::string::npos) << r.error();
-  // No lines, and 16 lines.
-  EXPECT_EQ(db_.Run(NewOrderTxn(&db_, 1, 1, 1, {})).status(), pb::STATUS_ABORTED);
-  EXPECT_EQ(db_.Run(NewOrderTxn(&db_, 1, 1, 1, std::vector<Line>(16, Line{1, 1, 1}))).status(), pb::STATUS_ABORTED);
+  // No lines, 16 lines, a bad line (new_order_lines_test.cc has every case).
+  r = db_.Run(NewOrderTxn(&db_, 1, 1, 1, {}));
+  EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
+  EXPECT_NE(r.error().find("with 0 lines"), std::string::npos) << r.error();
+  r = db_.Run(NewOrderTxn(&db_, 1, 1, 1, std::vector<Line>(16, Line{1, 1, 1})));
+  EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
+  EXPECT_NE(r.error().find("with 16 lines"), std::string::npos) << r.error();
+  r = db_.Run(NewOrderTxn(&db_, 1, 1, 1, {{1, 1, 11}}, {}, false));
+  EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
+  EXPECT_NE(r.error().find("bad New-Order line"), std::string::npos) << r.error();
   EXPECT_EQ(db_.Digests(), before);
 }
 
