@@ -456,6 +456,7 @@ TEST(ZmqPeerNet, AnIncarnationIsAboveTheLastOnePersistedWhateverTheClock) {
   ASSERT_TRUE(SaveIncarnation(&fs, "/data", last - 1).ok());
   ASSERT_TRUE(SaveIncarnation(&fs, "/data", last).ok());  // replaces it
   fs.SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);  // saved durably
+  fs.Restart();
   auto loaded = LoadIncarnation(&fs, "/data");
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(*loaded, last);

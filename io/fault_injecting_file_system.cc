@@ -66,14 +66,28 @@ namespace {
 absl::Status Errno(int err, const std::string& op, const std::string& path) {
   return absl::ErrnoToStatus(err, absl::StrCat(op, " ", path));
 }
+
+// An AppendableFile of a process that crashed: it fails for good.
+absl::Status DeadFile(const char* op, const std::string& path, bool restarted) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(op, " ", path, restarted ? ": opened by a process that crashed (simulated) before Restart()"
+                                            : ": the process crashed (simulated) and Restart() was not called"));
+}
 }  // namespace
 
 FaultInjectingFileSystem::FaultInjectingFileSystem() { dirs_.insert("/"); dirs_.insert("."); }
 FaultInjectingFileSystem::~FaultInjectingFileSystem() = default;
 
+absl::Status FaultInjectingFileSystem::CheckAliveLocked(const char* op, const std::string& path) const {
+  if (!crashed_) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(op, " ", path, ": the process crashed (simulated) and Restart() was not called"));
+}
+
 absl::StatusOr<std::unique_ptr<AppendableFile>> FaultInjectingFileSystem::NewAppendableFile(
     const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = CheckAliveLocked("open", path); !s.ok()) return s;
   auto it = files_.find(path);
   if (it == files_.end()) {
     if (!dirs_.count(DirName(path))) return Errno(ENOENT, "open", path);
@@ -87,9 +101,7 @@ absl::Status FaultInjectingFileSystem::AppendTo(Node* node, uint64_t generation,
                                                 std::string_view data) {
   std::lock_guard<std::mutex> l(mu_);
   ++appends_;
-  if (generation != generation_) {
-    return absl::FailedPreconditionError(absl::StrCat("write ", path, ": the process crashed (simulated)"));
-  }
+  if (generation != generation_) return DeadFile("write", path, !crashed_);
   if (space_limit_ > 0) {
     const uint64_t total = TotalBytesLocked();
     const uint64_t room = total >= space_limit_ ? 0 : space_limit_ - total;
@@ -104,9 +116,7 @@ absl::Status FaultInjectingFileSystem::AppendTo(Node* node, uint64_t generation,
 
 absl::Status FaultInjectingFileSystem::SyncNode(Node* node, uint64_t generation, const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
-  if (generation != generation_) {
-    return absl::FailedPreconditionError(absl::StrCat("fdatasync ", path, ": the process crashed (simulated)"));
-  }
+  if (generation != generation_) return DeadFile("fdatasync", path, !crashed_);
   bool fail = false;
   if (fail_next_sync_) {
     fail_next_sync_ = false;
@@ -139,6 +149,7 @@ uint64_t FaultInjectingFileSystem::TotalBytesLocked() const {
 
 absl::StatusOr<std::string> FaultInjectingFileSystem::ReadFile(const std::string& path, uint64_t max_bytes) {
   std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = CheckAliveLocked("read", path); !s.ok()) return s;
   auto it = files_.find(path);
   if (it == files_.end()) return Errno(ENOENT, "open", path);
   if (it->second->data.size() > max_bytes) {
@@ -150,6 +161,7 @@ absl::StatusOr<std::string> FaultInjectingFileSystem::ReadFile(const std::string
 
 absl::StatusOr<uint64_t> FaultInjectingFileSystem::FileSize(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = CheckAliveLocked("stat", path); !s.ok()) return s;
   auto it = files_.find(path);
   if (it == files_.end()) return Errno(ENOENT, "stat", path);
   return it->second->data.size();
@@ -157,11 +169,13 @@ absl::StatusOr<uint64_t> FaultInjectingFileSystem::FileSize(const std::string& p
 
 absl::StatusOr<bool> FaultInjectingFileSystem::FileExists(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = CheckAliveLocked("stat", path); !s.ok()) return s;
   return files_.count(path) > 0 || dirs_.count(path) > 0;
 }
 
 absl::Status FaultInjectingFileSystem::Truncate(const std::string& path, uint64_t size) {
   std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = CheckAliveLocked("truncate", path); !s.ok()) return s;
   auto it = files_.find(path);
   if (it == files_.end()) return Errno(ENOENT, "open", path);
   Node& n = *it->second;
@@ -177,6 +191,7 @@ absl::Status FaultInjectingFileSystem::Truncate(const std::string& path, uint64_
 
 absl::Status FaultInjectingFileSystem::Rename(const std::string& from, const std::string& to) {
   std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = CheckAliveLocked("rename", absl::StrCat(from, " to ", to)); !s.ok()) return s;
   auto it = files_.find(from);
   if (it == files_.end()) return Errno(ENOENT, "rename", absl::StrCat(from, " to ", to));
   if (!dirs_.count(DirName(to))) return Errno(ENOENT, "rename", absl::StrCat(from, " to ", to));
@@ -188,6 +203,7 @@ absl::Status FaultInjectingFileSystem::Rename(const std::string& from, const std
 
 absl::Status FaultInjectingFileSystem::Remove(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = CheckAliveLocked("unlink", path); !s.ok()) return s;
   if (fail_next_remove_ && files_.count(path)) {
     fail_next_remove_ = false;
     return Errno(EIO, "unlink", path);
@@ -198,6 +214,7 @@ absl::Status FaultInjectingFileSystem::Remove(const std::string& path) {
 
 absl::Status FaultInjectingFileSystem::CreateDir(const std::string& dir) {
   std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = CheckAliveLocked("mkdir", dir); !s.ok()) return s;
   if (files_.count(dir)) return Errno(EEXIST, "mkdir", dir);
   if (!dirs_.count(DirName(dir))) return Errno(ENOENT, "mkdir", dir);
   dirs_.insert(dir);
@@ -206,6 +223,7 @@ absl::Status FaultInjectingFileSystem::CreateDir(const std::string& dir) {
 
 absl::Status FaultInjectingFileSystem::SyncDir(const std::string& dir) {
   std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = CheckAliveLocked("fsync", dir); !s.ok()) return s;
   if (!dirs_.count(dir)) return Errno(ENOENT, "open", dir);
   for (auto& [path, node] : files_) {
     if (DirName(path) == dir) {
@@ -218,6 +236,7 @@ absl::Status FaultInjectingFileSystem::SyncDir(const std::string& dir) {
 
 absl::StatusOr<std::vector<std::string>> FaultInjectingFileSystem::ListDir(const std::string& dir) {
   std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = CheckAliveLocked("opendir", dir); !s.ok()) return s;
   if (!dirs_.count(dir)) return Errno(ENOENT, "opendir", dir);
   std::vector<std::string> names;
   const std::string prefix = JoinPath(dir, "");
@@ -237,6 +256,7 @@ void FaultInjectingFileSystem::SimulateCrash(CrashMode mode, uint64_t seed) {
   std::lock_guard<std::mutex> l(mu_);
   std::mt19937_64 rng(seed);
   ++generation_;
+  crashed_ = true;
   std::vector<std::pair<std::string, std::shared_ptr<Node>>> renamed_back;
   for (auto it = files_.begin(); it != files_.end();) {
     Node& n = *it->second;
@@ -279,6 +299,11 @@ void FaultInjectingFileSystem::SimulateCrash(CrashMode mode, uint64_t seed) {
     ++it;
   }
   for (auto& [path, node] : renamed_back) files_[path] = std::move(node);
+}
+
+void FaultInjectingFileSystem::Restart() {
+  std::lock_guard<std::mutex> l(mu_);
+  crashed_ = false;
 }
 
 void FaultInjectingFileSystem::FailNextSync() {

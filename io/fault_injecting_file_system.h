@@ -12,8 +12,20 @@
 //    of it holds random bytes. Synced bytes are never changed. A file whose
 //    name was never synced survives with probability 1/2 (its unsynced bytes
 //    torn the same way).
-//    After a crash every AppendableFile opened before it fails with
-//    FailedPrecondition, as the process that held it is gone.
+//  * The crashed process is fenced off: from SimulateCrash until Restart(),
+//    every call fails with FailedPrecondition naming the operation and the
+//    path ("the process crashed (simulated) and Restart() was not called"):
+//    NewAppendableFile, Append and Sync of any file, Truncate, Rename,
+//    Remove, CreateDir, SyncDir, and the reads too (ReadFile, FileSize,
+//    FileExists, ListDir), as a dead process can read nothing either. A
+//    thread of the "dead" engine still running in the test thus can neither
+//    change what the crash left nor act on it. Restart() starts the new
+//    process: calls work again, except on AppendableFiles opened before the
+//    crash, which fail for good (the process that held them is gone). A test
+//    calls Restart() where it starts the new process: once the crashed
+//    engine or writer was stopped, before recovery or any look at the files.
+//    The fault knobs and the inspection calls (SyncedSize, FlipBit, the
+//    counters) are the test's, not the process's, and work at any time.
 //  * FailNextSync() / FailSyncAfter(n): Sync fails with EIO, once or for
 //    good after n more successes. As on Linux, the bytes that a failed Sync
 //    covered are lost: a later Sync that succeeds writes zeros in their place
@@ -30,7 +42,8 @@
 // Simplifications, as the input log and checkpoints do not depend on them:
 // directories exist as soon as CreateDir returns; Remove is durable at
 // once; a rename over an existing file loses that file even if a crash
-// undoes the rename; Truncate is durable at once and never fails.
+// undoes the rename; Truncate is durable at once and never fails (but for
+// the crash fence).
 //
 // Thread-safety: thread-safe (one mutex).
 #ifndef DETDB_IO_FAULT_INJECTING_FILE_SYSTEM_H_
@@ -42,6 +55,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "io/file_system.h"
 
@@ -68,7 +83,12 @@ class FaultInjectingFileSystem final : public FileSystem {
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override;
 
   // --- Faults ---
+  // The machine loses power (see above); the file system then refuses
+  // every call until Restart(). A second crash before Restart() is allowed.
   void SimulateCrash(CrashMode mode, uint64_t seed = 0);
+  // A new process starts on what the crash left: calls work again, files
+  // opened before the crash stay failed. A no-op if there was no crash.
+  void Restart();
   void FailNextSync();
   // After n more successful Syncs, every Sync fails until ClearFaults().
   void FailSyncAfter(int64_t n);
@@ -78,7 +98,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   void SetSpaceLimit(uint64_t bytes);
   void ClearFaults();
 
-  // --- Inspection (tests) ---
+  // --- Inspection (tests; these, like the fault knobs, work between a crash and Restart()) ---
   // Bytes of path that would survive a crash (NotFound if no such file).
   absl::StatusOr<uint64_t> SyncedSize(const std::string& path);
   // Flips one bit of the file, in memory and "on disk" alike (bit rot).
@@ -95,11 +115,14 @@ class FaultInjectingFileSystem final : public FileSystem {
   absl::Status AppendTo(Node* node, uint64_t generation, const std::string& path, std::string_view data);
   absl::Status SyncNode(Node* node, uint64_t generation, const std::string& path);
   uint64_t TotalBytesLocked() const;
+  // OK unless the process crashed and Restart() was not called.
+  absl::Status CheckAliveLocked(const char* op, const std::string& path) const;
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Node>> files_;
   std::set<std::string> dirs_;
   uint64_t generation_ = 0;  // bumped by each crash
+  bool crashed_ = false;     // between SimulateCrash and Restart
   bool fail_next_sync_ = false;
   bool fail_next_remove_ = false;
   int64_t fail_after_ = -1;  // successes left before Sync fails for good; -1: off

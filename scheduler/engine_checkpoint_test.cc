@@ -262,6 +262,7 @@ TEST_P(PublishCrash, RecoveryIsCorrectAfterACrashAtThisStep) {
     (void)e->Stop(milliseconds(300));  // the log failed with the crash
     history = e->history();
   }
+  fs.Restart();
   auto e = w.Make(&fs);
   ResultCollector again;
   ASSERT_EQ(e->RegisterClient(&again), 1u);

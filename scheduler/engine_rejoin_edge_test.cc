@@ -74,6 +74,7 @@ void KillAndRemake(World* w, uint32_t dead) {
   w->frozen = -1;
   (void)w->engines[dead]->Stop(milliseconds(0));
   w->engines[dead].reset();
+  w->fs[dead]->Restart();
   w->engines[dead] = w->Make(dead);
   ASSERT_TRUE(w->engines[dead]->RecoverLog().ok());
   w->hub.Attach(dead);
@@ -332,6 +333,7 @@ TEST(EngineRejoin, ANodeKilledDuringItsRejoinRejoinsAgain) {
   feeders[dead]->Stop();
   (void)w.engines[dead]->Stop(milliseconds(0));
   w.engines[dead].reset();
+  w.fs[dead]->Restart();
   w.engines[dead] = w.Make(dead);
   ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
   w.hub.Attach(dead);
@@ -356,6 +358,7 @@ TEST(EngineRejoin, ANodeKilledDuringItsRejoinRejoinsAgain) {
 
   // Node 1's disk recovers; node 0 rejoins again.
   w.frozen = -1;
+  w.fs[dead]->Restart();
   w.engines[dead] = w.Make(dead);
   ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
   w.hub.Attach(dead);

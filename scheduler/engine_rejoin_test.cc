@@ -110,6 +110,7 @@ TEST_P(EngineRejoinTest, ANodeKilledAndRestartedRejoinsAndEveryoneEqualsTheSeria
   std::this_thread::sleep_for(milliseconds(rng() % 300));  // down; the others stall on its batches
 
   Engine* live = w.engines[peer].get();
+  w.fs[dead]->Restart();
   w.engines[dead] = w.Make(dead);
   ASSERT_TRUE(w.engines[dead]->RecoverLog().ok());
   w.hub.Attach(dead);
@@ -376,6 +377,7 @@ TEST(EngineRejoin, ANodeThatDiesAfterAnotherRejoinedGetsWhatOnlyTheOthersLogHeld
   w.fs[a]->SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
   (void)w.engines[a]->Stop(milliseconds(0));
   w.engines[a].reset();
+  w.fs[a]->Restart();
   w.engines[a] = w.Make(a);
   ASSERT_TRUE(w.engines[a]->RecoverLog().ok());
   w.hub.Attach(a);
@@ -393,6 +395,7 @@ TEST(EngineRejoin, ANodeThatDiesAfterAnotherRejoinedGetsWhatOnlyTheOthersLogHeld
   (void)w.engines[b]->Stop(milliseconds(0));
   w.engines[b].reset();
   w.rejoin_timeout = seconds(20);
+  w.fs[b]->Restart();
   w.engines[b] = w.Make(b);
   ASSERT_TRUE(w.engines[b]->RecoverLog().ok());
   w.hub.Attach(b);

@@ -468,6 +468,7 @@ uint64_t AppendAndCrash(FaultInjectingFileSystem* fs, const RecoveryResult& rec,
     }
   }
   (void)w->Close();  // fails: the "process" is gone
+  fs->Restart();     // the next one starts
   return durable;
 }
 
@@ -547,6 +548,7 @@ TEST(InputLogTest, FsyncErrorStopsTheWriterForGood) {
   EXPECT_EQ(s, w->Close());
   EXPECT_EQ(1, fs.failed_syncs());
   fs.SimulateCrash(Mode::kDrop);
+  fs.Restart();
   auto got = ReadInputLog(kDir, Recovery(&fs));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(5u, got->size());
@@ -569,6 +571,7 @@ TEST(InputLogTest, FsyncErrorOnRotationStopsTheWriter) {
   (void)w->Close();
   fs.ClearFaults();
   fs.SimulateCrash(Mode::kDrop);
+  fs.Restart();
   auto got = ReadInputLog(kDir, Recovery(&fs));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_GE(got->size(), durable);

@@ -117,6 +117,7 @@ TEST(InputLogTruncateTest, ACrashAfterEveryStepLeavesAGapFreeLogAndARerunFinishe
       }
       ASSERT_TRUE(dying.died()) << r.status();
       base.SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
+      base.Restart();  // the node restarts
       // The log left behind recovers (no epoch gap) and ends at or after the cut.
       auto left = RecoverInputLog(kDir, Recovery(&base));
       ASSERT_TRUE(left.ok()) << left.status();
@@ -146,6 +147,7 @@ TEST(InputLogTruncateTest, DroppingBeforeACheckpointKeepsEveryLaterEpochAfterACr
       if (!dropped.ok()) {
         ASSERT_TRUE(dying.died()) << dropped.status();
         base.SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
+        base.Restart();  // the node restarts
       }
       for (int round = 0; round < 2; ++round) {
         auto left = RecoverInputLog(kDir, Recovery(&base));
