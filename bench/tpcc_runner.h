@@ -51,7 +51,7 @@ struct TpccRunOptions {
   std::optional<pb::ClusterConfig> cluster;
   CurveKeyPair cluster_curve;      // the client's keys for a CURVE cluster (docs/SECURITY.md)
   // The client:
-  uint32_t outstanding = 200;      // detdb-bench tpcc's default: DefaultOutstanding(mix)
+  uint32_t outstanding = 200;      // detdb-bench tpcc sets DefaultOutstanding(mix) instead
   uint64_t txns = 0;               // stop after this many committed or rolled back txns (0: duration)
   double duration_s = 5;
   bool check = true;               // run the consistency checker afterwards

@@ -29,7 +29,8 @@ class TxnClient {
  public:
   virtual ~TxnClient() = default;
   // Called once per txn the client submitted, from a worker thread. The
-  // result is the client's (moved in: no copy on the way).
+  // result is the client's (moved in: no copy on a single node's path; a
+  // result from a peer is copied once).
   virtual void OnResult(pb::TxnResult result) = 0;
 };
 
