@@ -52,7 +52,7 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
          "\"mix\":\"%s\",\"outstanding\":%u,\"epoch_us\":%lu,\"seconds\":%.3f,\"committed\":%lu,\"txns_per_sec\":%.0f,\"new_orders_per_min\":%.0f,"
          "\"restart_rate\":%.5f,\"consistency_ok\":%s",
          r.lock_manager.c_str(), r.warehouses, r.partitions, r.nodes, FLAGS_mix.c_str(), o.outstanding,
-         static_cast<unsigned long>(o.epoch_us), r.seconds,
+         static_cast<unsigned long>(o.cluster ? o.cluster->epoch_us() : o.epoch_us), r.seconds,
          static_cast<unsigned long>(r.committed), r.txns_per_sec, r.new_orders_per_min, r.restart_rate,
          r.consistency_checked ? (r.consistency_ok ? "true" : "false") : "null");
   for (int k = 0; k < kNumKinds; ++k) {

@@ -150,7 +150,9 @@ class Driver {
     std::vector<pb::TxnResult> results;
     for (;;) {
       const auto now = Clock::now();
+      bool reported = false;
       if (o_.progress && now >= next_report) {
+        reported = true;
         ProgressSample sample;
         sample.t = std::chrono::duration<double>(now - start).count();
         sample.new_orders = r->kinds[static_cast<int>(TxnKind::kNewOrder)].committed;
@@ -163,9 +165,9 @@ class Driver {
       if (!more && in_flight_.empty() && outbox_.empty()) break;
       // Fill the window with new logical txns. One clock reading stamps
       // them all (and, below, the results of one poll): they leave, and
-      // come back, together. Read after the progress report, which may
-      // print or write a file.
-      const uint64_t now_ns = Ns(o_.progress ? Clock::now() : now);
+      // come back, together. Read again after a progress report (it may
+      // print or write a file).
+      const uint64_t now_ns = Ns(reported ? Clock::now() : now);
       while (more && started_ < (o_.txns != 0 ? o_.txns : UINT64_MAX) &&
              in_flight_.size() + outbox_.size() < o_.outstanding) {
         Generator::Request req = gen_.Next();
