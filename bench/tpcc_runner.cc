@@ -172,8 +172,7 @@ class Driver {
              in_flight_.size() + outbox_.size() < o_.outstanding) {
         Generator::Request req = gen_.Next();
         ++started_;
-        auto req_ptr = std::make_shared<Generator::Request>(std::move(req));
-        Enqueue(req_ptr->txn, Pending{req_ptr, req_ptr->recon, now_ns});
+        Enqueue(std::move(req.txn), Pending{Logical::Of(req), req.recon, now_ns});
       }
       absl::Status s = Flush();
       if (!s.ok()) return s;
@@ -202,18 +201,42 @@ class Driver {
   }
 
  private:
+  // A logical txn in flight: what its first submission was drawn from (the
+  // txn itself left with its submission; Redraw rebuilds it).
+  struct Logical {
+    TxnKind kind;
+    bool dependent;  // Delivery or Stock-Level: its first submission is the reconnaissance
+    uint32_t w, d, param;
+    uint64_t draw;
+    static Logical Of(const Generator::Request& r) { return Logical{r.kind, r.recon, r.w, r.d, r.param, r.draw}; }
+    // The request's fields FromRecon reads (the txn left empty).
+    Generator::Request Request() const {
+      Generator::Request r;
+      r.kind = kind;
+      r.recon = dependent;
+      r.w = w;
+      r.d = d;
+      r.param = param;
+      r.draw = draw;
+      return r;
+    }
+  };
   struct Pending {
-    std::shared_ptr<Generator::Request> req;  // the logical txn (its recon txn if dependent)
-    bool recon;                                // this submission is the reconnaissance
-    uint64_t start_ns;                         // the logical txn's first submission
+    Logical req;
+    bool recon;         // this submission is the reconnaissance
+    uint64_t start_ns;  // the logical txn's first submission
   };
 
-  void Enqueue(const pb::Txn& txn, Pending p) {
-    pb::Txn t = txn;
+  void Enqueue(pb::Txn t, Pending p) {
     t.set_client_id(backend_->client_id());
     t.set_client_seq(++seq_);
-    in_flight_.emplace(seq_, std::move(p));
+    in_flight_.emplace(seq_, p);
     outbox_.push_back(std::move(t));
+  }
+  // The logical txn's first submission again (a refusal or a restart).
+  void Resubmit(const Pending& p) {
+    Generator::Request again = gen_.Redraw(p.req.draw);
+    Enqueue(std::move(again.txn), Pending{p.req, p.req.dependent, p.start_ns});
   }
 
   absl::Status Flush() {
@@ -227,16 +250,16 @@ class Driver {
   absl::Status Handle(const pb::TxnResult& res, uint64_t now_ns, TpccRunResult* r) {
     auto it = in_flight_.find(res.client_seq());
     if (it == in_flight_.end()) return absl::InternalError(absl::StrCat("unexpected result for seq ", res.client_seq()));
-    Pending p = std::move(it->second);
+    const Pending p = it->second;
     in_flight_.erase(it);
-    const int k = static_cast<int>(p.req->kind);
+    const int k = static_cast<int>(p.req.kind);
     KindResult& kr = r->kinds[k];
     switch (res.status()) {
       case pb::STATUS_OK:
         if (p.recon) {
-          auto real = gen_.FromRecon(*p.req, res.result());
+          auto real = gen_.FromRecon(p.req.Request(), res.result());
           if (!real.ok()) return real.status();
-          Enqueue(*real, Pending{p.req, false, p.start_ns});
+          Enqueue(std::move(*real), Pending{p.req, false, p.start_ns});
           return absl::OkStatus();
         }
         ++kr.committed;
@@ -251,18 +274,18 @@ class Driver {
         }
         if (res.error().rfind(kOllpMismatch, 0) == 0) {
           ++kr.restarts;
-          Enqueue(p.req->txn, Pending{p.req, true, p.start_ns});  // reconnaissance again
+          Resubmit(p);  // reconnaissance again
           return absl::OkStatus();
         }
-        return absl::InternalError(absl::StrCat(KindName(p.req->kind), " aborted: ", res.error()));
+        return absl::InternalError(absl::StrCat(KindName(p.req.kind), " aborted: ", res.error()));
       case pb::STATUS_UNAVAILABLE:
         // Overloaded: try again with a new seq (a dependent txn from its
-        // reconnaissance: p.req->txn is the first submission of every kind).
+        // reconnaissance, the first submission of every kind).
         ++kr.refused;
-        Enqueue(p.req->txn, Pending{p.req, p.req->recon, p.start_ns});
+        Resubmit(p);
         return absl::OkStatus();
       default:
-        return absl::InternalError(absl::StrCat(KindName(p.req->kind), " refused: ", res.error()));
+        return absl::InternalError(absl::StrCat(KindName(p.req.kind), " refused: ", res.error()));
     }
   }
 

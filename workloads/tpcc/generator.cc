@@ -129,10 +129,24 @@ uint32_t OtherWarehouse(Rng* rng, uint32_t n, uint32_t w) {
 }  // namespace
 
 Generator::Request Generator::Next() {
+  const uint64_t draw = rng_.state();
+  Request req = Draw(&rng_);
+  req.draw = draw;
+  return req;
+}
+
+Generator::Request Generator::Redraw(uint64_t draw) {
+  Rng rng = Rng::FromState(draw);
+  Request req = Draw(&rng);
+  req.draw = draw;
+  return req;
+}
+
+Generator::Request Generator::Draw(Rng* rng) {
   Request req;
   req.recon = false;
   // The kind, from the mix.
-  const double u = Unit(&rng_) * 100;
+  const double u = Unit(rng) * 100;
   double acc = 0;
   int kind = kNumKinds - 1;
   for (int i = 0; i < kNumKinds; ++i) {
@@ -147,7 +161,7 @@ Generator::Request Generator::Next() {
   req.kind = static_cast<TxnKind>(kind);
 
   const Scale& sc = o_.scale;
-  const uint32_t w = o_.home_warehouses[rng_.Uniform(0, static_cast<int64_t>(o_.home_warehouses.size()) - 1)];
+  const uint32_t w = o_.home_warehouses[rng->Uniform(0, static_cast<int64_t>(o_.home_warehouses.size()) - 1)];
   req.w = w;
   pb::Txn& txn = req.txn;
   std::vector<Key> reads, writes;
@@ -157,40 +171,40 @@ Generator::Request Generator::Next() {
   // A customer of (cw, cd): 60% by last name (resolved through the index),
   // else by id. Sets *by_name.
   auto pick_customer = [&](uint32_t cw, uint32_t cd, bool* by_name) -> uint32_t {
-    *by_name = Unit(&rng_) < o_.by_last_name;
+    *by_name = Unit(rng) < o_.by_last_name;
     if (*by_name) {
       for (int attempt = 0; attempt < 100; ++attempt) {
-        const std::string last = LastName(rng_.NURand(255, 0, sc.LastNameRange() - 1, run_.c_last));
+        const std::string last = LastName(rng->NURand(255, 0, sc.LastNameRange() - 1, run_.c_last));
         const uint32_t c = names_.Lookup(cw, cd, last);
         if (c != 0) return c;
       }
       *by_name = false;  // no name found (cannot happen with LastNameRange()): fall back to an id
     }
-    return rng_.NURand(1023, 1, sc.customers_per_district, run_.c_id);
+    return rng->NURand(1023, 1, sc.customers_per_district, run_.c_id);
   };
 
   switch (req.kind) {
     case TxnKind::kNewOrder: {
       tp::NewOrderArgs a;
-      const uint32_t d = static_cast<uint32_t>(rng_.Uniform(1, kDistrictsPerWarehouse));
-      const uint32_t c = rng_.NURand(1023, 1, sc.customers_per_district, run_.c_id);
+      const uint32_t d = static_cast<uint32_t>(rng->Uniform(1, kDistrictsPerWarehouse));
+      const uint32_t c = rng->NURand(1023, 1, sc.customers_per_district, run_.c_id);
       req.d = d;
       a.set_w_id(w);
       a.set_d_id(d);
       a.set_c_id(c);
-      const int n = static_cast<int>(rng_.Uniform(5, 15));
-      const bool rollback = Unit(&rng_) < o_.rollback;
+      const int n = static_cast<int>(rng->Uniform(5, 15));
+      const bool rollback = Unit(rng) < o_.rollback;
       a.mutable_i_ids()->Reserve(n);
       a.mutable_supply_w_ids()->Reserve(n);
       a.mutable_quantities()->Reserve(n);
       for (int i = 0; i < n; ++i) {
-        uint32_t item = rng_.NURand(8191, 1, sc.items, run_.ol_i_id);
+        uint32_t item = rng->NURand(8191, 1, sc.items, run_.ol_i_id);
         if (rollback && i == n - 1) item = sc.items + 1;  // unused (clause 2.4.1.4)
         uint32_t supply = w;
-        if (sc.warehouses > 1 && Unit(&rng_) < o_.remote_line) supply = OtherWarehouse(&rng_, sc.warehouses, w);
+        if (sc.warehouses > 1 && Unit(rng) < o_.remote_line) supply = OtherWarehouse(rng, sc.warehouses, w);
         a.add_i_ids(item);
         a.add_supply_w_ids(supply);
-        a.add_quantities(static_cast<uint32_t>(rng_.Uniform(1, 10)));
+        a.add_quantities(static_cast<uint32_t>(rng->Uniform(1, 10)));
         reads.push_back(StockKey(supply, item));
         writes.push_back(StockKey(supply, item));
       }
@@ -205,11 +219,11 @@ Generator::Request Generator::Next() {
     }
     case TxnKind::kPayment: {
       tp::PaymentArgs a;
-      const uint32_t d = static_cast<uint32_t>(rng_.Uniform(1, kDistrictsPerWarehouse));
+      const uint32_t d = static_cast<uint32_t>(rng->Uniform(1, kDistrictsPerWarehouse));
       uint32_t cw = w, cd = d;
-      if (sc.warehouses > 1 && Unit(&rng_) < o_.remote_payment) {
-        cw = OtherWarehouse(&rng_, sc.warehouses, w);
-        cd = static_cast<uint32_t>(rng_.Uniform(1, kDistrictsPerWarehouse));
+      if (sc.warehouses > 1 && Unit(rng) < o_.remote_payment) {
+        cw = OtherWarehouse(rng, sc.warehouses, w);
+        cd = static_cast<uint32_t>(rng->Uniform(1, kDistrictsPerWarehouse));
       }
       bool by_name = false;
       const uint32_t c = pick_customer(cw, cd, &by_name);
@@ -220,7 +234,7 @@ Generator::Request Generator::Next() {
       a.set_c_d_id(cd);
       a.set_c_id(c);
       a.set_by_last_name(by_name);
-      a.set_amount(rng_.Uniform(100, 500000));
+      a.set_amount(rng->Uniform(100, 500000));
       reads.push_back(WarehouseKey(w));
       reads.push_back(DistrictKey(w, d));
       for (Key k : {WarehouseYtdKey(w), DistrictYtdKey(w, d), CustomerKey(cw, cd, c)}) {
@@ -233,7 +247,7 @@ Generator::Request Generator::Next() {
     }
     case TxnKind::kOrderStatus: {
       tp::OrderStatusArgs a;
-      const uint32_t d = static_cast<uint32_t>(rng_.Uniform(1, kDistrictsPerWarehouse));
+      const uint32_t d = static_cast<uint32_t>(rng->Uniform(1, kDistrictsPerWarehouse));
       bool by_name = false;
       const uint32_t c = pick_customer(w, d, &by_name);
       req.d = d;
@@ -249,7 +263,7 @@ Generator::Request Generator::Next() {
     }
     case TxnKind::kDelivery: {
       req.recon = true;
-      req.param = static_cast<uint32_t>(rng_.Uniform(1, 10));  // O_CARRIER_ID
+      req.param = static_cast<uint32_t>(rng->Uniform(1, 10));  // O_CARRIER_ID
       tp::ReconDeliveryArgs a;
       a.set_w_id(w);
       for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) reads.push_back(DistrictNextKey(w, d));
@@ -259,8 +273,8 @@ Generator::Request Generator::Next() {
     }
     case TxnKind::kStockLevel: {
       req.recon = true;
-      req.d = static_cast<uint32_t>(rng_.Uniform(1, kDistrictsPerWarehouse));
-      req.param = static_cast<uint32_t>(rng_.Uniform(10, 20));  // threshold
+      req.d = static_cast<uint32_t>(rng->Uniform(1, kDistrictsPerWarehouse));
+      req.param = static_cast<uint32_t>(rng->Uniform(10, 20));  // threshold
       tp::ReconStockLevelArgs a;
       a.set_w_id(w);
       a.set_d_id(req.d);

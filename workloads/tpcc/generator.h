@@ -85,8 +85,15 @@ class Generator {
     bool recon;       // true: txn is the reconnaissance of a Delivery / Stock-Level
     uint32_t w = 0, d = 0;   // the home warehouse and district (d: Stock-Level only)
     uint32_t param = 0;      // Delivery: the carrier; Stock-Level: the threshold
+    uint64_t draw = 0;       // the generator's state when it drew this request (Redraw)
   };
   Request Next();
+  // The request drawn at state `draw` (a Request's `draw`), again: the same
+  // txn, bytes equal. The generator's own stream is not touched. A client
+  // that submits a txn by moving it out of its request rebuilds it with this
+  // when it must submit it again (a refusal, a reconnaissance restart),
+  // rather than keeping a copy of every txn in flight.
+  Request Redraw(uint64_t draw);
   // The real txn of a dependent request, from its reconnaissance's result.
   // The same inputs (carrier, threshold) as drawn for the request.
   absl::StatusOr<pb::Txn> FromRecon(const Request& request, const std::string& recon_result);
@@ -94,6 +101,9 @@ class Generator {
   const GeneratorOptions& options() const { return o_; }
 
  private:
+  // Draws one request from *rng.
+  Request Draw(Rng* rng);
+
   GeneratorOptions o_;
   NURandC load_, run_;
   Rng rng_;

@@ -107,6 +107,31 @@ TEST(TpccGenerator, SameSeedSameStream) {
   EXPECT_GT(differ, 500);
 }
 
+// A client submits a txn by moving it out of its request and rebuilds it
+// with Redraw for a resubmission: the rebuilt request must equal the first
+// (txn bytes, kind and inputs), in any order, without changing the stream.
+TEST(TpccGenerator, RedrawRebuildsTheSameRequestAndLeavesTheStreamAlone) {
+  Generator gen(Options(3)), twin(Options(3));
+  std::vector<Generator::Request> drawn;
+  for (int i = 0; i < 500; ++i) {
+    drawn.push_back(gen.Next());
+    // Redraw an earlier request between draws: the stream goes on as the twin's.
+    const Generator::Request& old = drawn[(i * 7919) % drawn.size()];
+    const Generator::Request again = gen.Redraw(old.draw);
+    ASSERT_EQ(again.txn.SerializeAsString(), old.txn.SerializeAsString()) << "request " << i;
+    ASSERT_EQ(again.kind, old.kind);
+    ASSERT_EQ(again.recon, old.recon);
+    ASSERT_EQ(again.w, old.w);
+    ASSERT_EQ(again.d, old.d);
+    ASSERT_EQ(again.param, old.param);
+    ASSERT_EQ(again.draw, old.draw);
+  }
+  for (int i = 0; i < 500; ++i) ASSERT_EQ(twin.Next().txn.SerializeAsString(), drawn[i].txn.SerializeAsString());
+  EXPECT_EQ(gen.Next().txn.SerializeAsString(), twin.Next().txn.SerializeAsString());
+  // Distinct draws have distinct states.
+  EXPECT_NE(drawn[0].draw, drawn[1].draw);
+}
+
 TEST(TpccGenerator, HomeWarehouses) {
   GeneratorOptions o = Options(8);
   o.home_warehouses = {3, 5};

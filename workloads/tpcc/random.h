@@ -61,6 +61,15 @@ class Rng {
   std::string AString(int lo, int hi);
   std::string NString(int lo, int hi);
 
+  // The whole state: a generator made by FromState(state()) draws the same
+  // numbers from here on as this one.
+  uint64_t state() const { return state_; }
+  static Rng FromState(uint64_t state) {
+    Rng r(0);
+    r.state_ = state;
+    return r;
+  }
+
  private:
   uint64_t state_;
 };
