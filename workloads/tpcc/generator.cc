@@ -19,13 +19,12 @@ namespace {
 
 namespace tp = pb::tpcc;
 
-// Sorts and deduplicates keys, then stores them in *out.
-void SetKeys(std::vector<Key> keys, google::protobuf::RepeatedField<uint64_t>* out) {
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+// Sorts and deduplicates *keys, then stores them in *out.
+void SetKeys(std::vector<Key>* keys, google::protobuf::RepeatedField<uint64_t>* out) {
+  std::sort(keys->begin(), keys->end());
+  keys->erase(std::unique(keys->begin(), keys->end()), keys->end());
   out->Clear();
-  out->Reserve(static_cast<int>(keys.size()));
-  for (Key k : keys) out->Add(k);
+  out->Add(keys->begin(), keys->end());
 }
 
 }  // namespace
@@ -76,9 +75,9 @@ absl::StatusOr<Mix> Mix::Parse(const std::string& text) {
 LastNameIndex::LastNameIndex(const Scale& scale, const NURandC& load, uint64_t load_seed)
     : scale_(scale), load_(load), seed_(load_seed) {}
 
-uint32_t LastNameIndex::Lookup(uint32_t w, uint32_t d, const std::string& last) {
+LastNameIndex::District& LastNameIndex::Of(uint32_t w, uint32_t d) {
   auto [it, inserted] = districts_.try_emplace({w, d});
-  auto& names = it->second;
+  District& dist = it->second;
   if (inserted) {
     std::map<std::string, std::vector<std::pair<std::string, uint32_t>>> by_last;
     for (uint32_t c = 1; c <= scale_.customers_per_district; ++c) {
@@ -87,15 +86,26 @@ uint32_t LastNameIndex::Lookup(uint32_t w, uint32_t d, const std::string& last) 
     }
     for (auto& [name, customers] : by_last) {
       std::sort(customers.begin(), customers.end());  // by first name, then id
-      std::vector<uint32_t>& ids = names[name];
+      std::vector<uint32_t>& ids = dist.by_name[name];
       ids.reserve(customers.size());
       for (const auto& e : customers) ids.push_back(e.second);
     }
+    dist.by_number.resize(scale_.LastNameRange());
+    for (uint32_t num = 0; num < scale_.LastNameRange(); ++num) {
+      auto found = dist.by_name.find(LastName(num));
+      // Clause 2.5.2.2: the row at position ceil(n / 2) (1-based) of the
+      // customers sorted by C_FIRST.
+      if (found != dist.by_name.end() && !found->second.empty())
+        dist.by_number[num] = found->second[(found->second.size() - 1) / 2];
+    }
   }
-  auto found = names.find(last);
-  if (found == names.end() || found->second.empty()) return 0;
-  // Clause 2.5.2.2: the row at position ceil(n / 2) (1-based) of the
-  // customers sorted by C_FIRST.
+  return dist;
+}
+
+uint32_t LastNameIndex::Lookup(uint32_t w, uint32_t d, const std::string& last) {
+  const District& dist = Of(w, d);
+  auto found = dist.by_name.find(last);
+  if (found == dist.by_name.end() || found->second.empty()) return 0;
   const std::vector<uint32_t>& ids = found->second;
   return ids[(ids.size() - 1) / 2];
 }
@@ -164,9 +174,10 @@ Generator::Request Generator::Draw(Rng* rng) {
   const uint32_t w = o_.home_warehouses[rng->Uniform(0, static_cast<int64_t>(o_.home_warehouses.size()) - 1)];
   req.w = w;
   pb::Txn& txn = req.txn;
-  std::vector<Key> reads, writes;
-  reads.reserve(2 * kMaxOrderLines);  // New-Order: up to 15 STOCK rows and 4 more
-  writes.reserve(2 * kMaxOrderLines);
+  std::vector<Key>& reads = reads_;
+  std::vector<Key>& writes = writes_;
+  reads.clear();
+  writes.clear();
 
   // A customer of (cw, cd): 60% by last name (resolved through the index),
   // else by id. Sets *by_name.
@@ -174,8 +185,7 @@ Generator::Request Generator::Draw(Rng* rng) {
     *by_name = Unit(rng) < o_.by_last_name;
     if (*by_name) {
       for (int attempt = 0; attempt < 100; ++attempt) {
-        const std::string last = LastName(rng->NURand(255, 0, sc.LastNameRange() - 1, run_.c_last));
-        const uint32_t c = names_.Lookup(cw, cd, last);
+        const uint32_t c = names_.LookupNumber(cw, cd, rng->NURand(255, 0, sc.LastNameRange() - 1, run_.c_last));
         if (c != 0) return c;
       }
       *by_name = false;  // no name found (cannot happen with LastNameRange()): fall back to an id
@@ -284,8 +294,8 @@ Generator::Request Generator::Draw(Rng* rng) {
       break;
     }
   }
-  SetKeys(std::move(reads), txn.mutable_read_set());
-  SetKeys(std::move(writes), txn.mutable_write_set());
+  SetKeys(&reads, txn.mutable_read_set());
+  SetKeys(&writes, txn.mutable_write_set());
   return req;
 }
 
@@ -336,8 +346,8 @@ absl::StatusOr<pb::Txn> Generator::FromRecon(const Request& request, const std::
     default:
       return absl::InvalidArgumentError(absl::StrCat("FromRecon of a ", KindName(request.kind), " request"));
   }
-  SetKeys(std::move(reads), txn.mutable_read_set());
-  SetKeys(std::move(writes), txn.mutable_write_set());
+  SetKeys(&reads, txn.mutable_read_set());
+  SetKeys(&writes, txn.mutable_write_set());
   return txn;
 }
 

@@ -28,6 +28,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "common/types.h"
 #include "workloads/tpcc/random.h"
 #include "proto/detdb.pb.h"
 
@@ -53,13 +54,21 @@ class LastNameIndex {
   LastNameIndex(const Scale& scale, const NURandC& load, uint64_t load_seed);
   // The customer to use for last name `last` in (w, d); 0 if none has it.
   uint32_t Lookup(uint32_t w, uint32_t d, const std::string& last);
+  // The same for last name LastName(num) (random.h), without building the
+  // string. REQUIRES: num < scale.LastNameRange().
+  uint32_t LookupNumber(uint32_t w, uint32_t d, uint32_t num) { return Of(w, d).by_number[num]; }
 
  private:
   const Scale scale_;
   const NURandC load_;
   const uint64_t seed_;
-  // (w, d) -> last name -> customer ids sorted by first name; built lazily.
-  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, absl::flat_hash_map<std::string, std::vector<uint32_t>>> districts_;
+  struct District {
+    absl::flat_hash_map<std::string, std::vector<uint32_t>> by_name;  // customer ids sorted by first name
+    std::vector<uint32_t> by_number;  // LastName(num) -> the customer Lookup picks, or 0
+  };
+  // (w, d)'s, built on first use.
+  District& Of(uint32_t w, uint32_t d);
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, District> districts_;
 };
 
 struct GeneratorOptions {
@@ -103,6 +112,8 @@ class Generator {
  private:
   // Draws one request from *rng.
   Request Draw(Rng* rng);
+
+  std::vector<Key> reads_, writes_;  // Draw's scratch (kept: no allocation per txn)
 
   GeneratorOptions o_;
   NURandC load_, run_;

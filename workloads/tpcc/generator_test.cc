@@ -487,6 +487,10 @@ TEST(TpccLastNameIndex, PicksTheMiddleCustomerByFirstName) {
   EXPECT_EQ(index.Lookup(1, 1, "NOSUCHNAME"), 0u);
   // Customers 1..1000 carry the names 0..999 in order (clause 4.3.3.1).
   EXPECT_EQ(CustomerNameOf(scale, load, 21, 1, 1, index.Lookup(1, 1, LastName(0))).last, LastName(0));
+  // By number (the generator's way): the same customer as by the name's string.
+  for (uint32_t d : {1u, 7u})
+    for (uint32_t num = 0; num < scale.LastNameRange(); ++num)
+      ASSERT_EQ(index.LookupNumber(1, d, num), index.Lookup(1, d, LastName(num))) << d << " " << num;
 }
 
 }  // namespace
