@@ -345,12 +345,14 @@ TEST(EngineRejoin, ANodeKilledDuringItsRejoinRejoinsAgain) {
     std::this_thread::sleep_for(milliseconds(1));
   EXPECT_GE(w.engines[other]->stats().rejoin_requests, asked_before + 3);
   std::this_thread::sleep_for(milliseconds(50));
-  // It dies in the middle: its unsynced log tail is lost, nothing reaches
-  // it or comes from it, its process ends (the rejoin returns at once).
+  // It dies in the middle: nothing reaches it or comes from it, its process
+  // ends (the rejoin returns at once), and its unsynced log tail is lost.
+  // The disk crashes after the rejoin returned: crashed first, a log write
+  // of the rejoin in between would fail it with that error, not Cancelled.
   w.hub.Detach(dead);
-  w.fs[dead]->SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
   w.engines[dead]->CancelStart();
   rejoin.join();
+  w.fs[dead]->SimulateCrash(FaultInjectingFileSystem::CrashMode::kDrop);
   EXPECT_EQ(first.code(), absl::StatusCode::kCancelled) << "killed during the rejoin, not after: " << first;
   EXPECT_GT(w.engines[dead]->stats().rejoined_at, 0u) << "it had resumed its sequencer";
   (void)w.engines[dead]->Stop(milliseconds(0));
