@@ -6,6 +6,7 @@
 //
 // DETDB_TPCC_TXNS sets the txns per run (default 3000).
 #include <cstdlib>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -48,9 +49,10 @@ TEST(TpccDefaults, OutstandingDependsOnReconnaissanceInTheMix) {
 
 // The client submits each txn by moving it out of its request and rebuilds
 // it (Generator::Redraw) when a reconnaissance no longer holds. Many txns in
-// flight make Delivery and Stock-Level restart often: every restart must
-// resubmit the same logical txn, so that the run completes, every kind
-// commits and the database stays consistent.
+// flight make Delivery and Stock-Level restart often. Every restart must
+// resubmit the logical txn's reconnaissance, and its real txn must follow:
+// in the sequenced history each Delivery (Stock-Level) that committed or
+// restarted has exactly one reconnaissance and one real txn.
 TEST(TpccClient, RestartedReconnaissanceIsResubmittedFromItsDraw) {
   TpccRunOptions o;
   o.scale = Scale::Small(2);
@@ -61,6 +63,7 @@ TEST(TpccClient, RestartedReconnaissanceIsResubmittedFromItsDraw) {
   o.lock.check_invariants = false;
   o.outstanding = 500;
   o.txns = 4000;
+  o.record_history = true;
   auto r = RunTpcc(o);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->consistency_ok) << (r->consistency_failures.empty() ? "" : r->consistency_failures[0]);
@@ -71,6 +74,15 @@ TEST(TpccClient, RestartedReconnaissanceIsResubmittedFromItsDraw) {
   }
   EXPECT_GT(restarts, 0u) << "no reconnaissance restarted: the resubmission path was not taken";
   EXPECT_GE(r->committed, o.txns);
+  std::map<uint32_t, uint64_t> sequenced;  // by txn type
+  for (const auto& b : r->history)
+    for (const pb::Txn& t : b->txns()) ++sequenced[t.type()];
+  const KindResult& delivery = r->kinds[static_cast<int>(TxnKind::kDelivery)];
+  const KindResult& stock = r->kinds[static_cast<int>(TxnKind::kStockLevel)];
+  EXPECT_EQ(sequenced[kReconDeliveryType], delivery.committed + delivery.restarts);
+  EXPECT_EQ(sequenced[kDeliveryType], delivery.committed + delivery.restarts);
+  EXPECT_EQ(sequenced[kReconStockLevelType], stock.committed + stock.restarts);
+  EXPECT_EQ(sequenced[kStockLevelType], stock.committed + stock.restarts);
 }
 
 TEST_P(TpccEndToEnd, ConsistentAndEqualToTheSerialExecutorAndEveryLockManager) {

@@ -29,6 +29,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "common/types.h"
+#include "glog/logging.h"
 #include "workloads/tpcc/random.h"
 #include "proto/detdb.pb.h"
 
@@ -56,7 +57,10 @@ class LastNameIndex {
   uint32_t Lookup(uint32_t w, uint32_t d, const std::string& last);
   // The same for last name LastName(num) (random.h), without building the
   // string. REQUIRES: num < scale.LastNameRange().
-  uint32_t LookupNumber(uint32_t w, uint32_t d, uint32_t num) { return Of(w, d).by_number[num]; }
+  uint32_t LookupNumber(uint32_t w, uint32_t d, uint32_t num) {
+    DCHECK_LT(num, scale_.LastNameRange());
+    return Of(w, d).by_number[num];
+  }
 
  private:
   const Scale scale_;
