@@ -373,12 +373,12 @@ void TxnExecutor::ReadLocal(PartitionTxn* st) const {
   for (Key k : st->local_reads) {
     Record* r = store_->Get(k);
     if (r == nullptr) {
-      st->reads.push_back({k, false, nullptr, 0, std::string()});
+      st->reads.push_back({k, false, 0, nullptr});
     } else {
       const Table* t = store_->GetTable(KeyTable(k));
       // The procedure will read the value: start loading all its lines now.
       for (uint32_t off = 0; off < t->value_size(); off += 64) __builtin_prefetch(r->value() + off, 0);
-      st->reads.push_back({k, true, r->value(), t->value_size(), std::string(), r});
+      st->reads.push_back({k, true, t->value_size(), r->value(), r});
     }
   }
 }
@@ -402,15 +402,11 @@ void TxnExecutor::SendReads(PartitionTxn* st) const {
 }
 
 void TxnExecutor::AddRemote(PartitionTxn* st, pb::RemoteReads* msg) {
-  for (pb::KeyValue& kv : *msg->mutable_reads()) {
-    if (st->staged != nullptr) {  // a copy on the txn's arena (the message is freed by the caller)
-      const std::string& v = kv.value();
-      char* p = st->arena.Allocate(v.size());
-      std::memcpy(p, v.data(), v.size());
-      st->reads.push_back({kv.key(), kv.found(), p, static_cast<uint32_t>(v.size()), std::string()});
-    } else {
-      st->reads.push_back({kv.key(), kv.found(), nullptr, 0, std::move(*kv.mutable_value())});
-    }
+  for (const pb::KeyValue& kv : msg->reads()) {  // a copy on the txn's arena: the caller frees msg
+    const std::string& v = kv.value();
+    char* p = v.empty() ? nullptr : st->arena.Allocate(v.size());
+    if (p != nullptr) std::memcpy(p, v.data(), v.size());
+    st->reads.push_back({kv.key(), kv.found(), static_cast<uint32_t>(v.size()), p});
   }
   ++st->remote_received;
 }

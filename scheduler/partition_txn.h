@@ -50,7 +50,7 @@ class ReplySink {
 std::vector<PartitionId> ParticipantsOf(const pb::Txn& txn);
 std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn);
 
-// Bytes for one txn's buffered writes: stable addresses (a procedure may
+// Bytes for one txn's buffered writes and remote reads: stable addresses (a procedure may
 // hold a view of a value it wrote while it writes more), reused by the next
 // txn of the PartitionTxn without going back to the heap. With a staged
 // resource, every value comes from it instead (freed in bulk, Reset a no-op).
@@ -102,19 +102,20 @@ struct PartitionTxn {
 
   // A read: local ones point into the store (the txn's lock keeps the record
   // in place and unchanged until release; its own writes are buffered),
-  // remote ones own their bytes (staged: on the txn's arena).
+  // remote ones into a copy on the txn's `arena`. 32 bytes, no destructor:
+  // a txn's reads are made and cleared on every txn.
   struct Value {
     Key key;
     bool found;
-    const char* data;  // local: the record's value; remote: nullptr, or staged its copy
     uint32_t size;
-    std::string bytes;  // remote reads only (staged: copied to the arena, `data` set)
+    const char* data;  // the value's bytes (nullptr if !found)
     // A local read's record (data == record->value()), else nullptr. Its
     // address holds until release, like `data`: a write through it needs no
     // second lookup (TxnContext::Update).
     Record* record = nullptr;
-    std::string_view view() const { return data != nullptr ? std::string_view(data, size) : std::string_view(bytes); }
+    std::string_view view() const { return std::string_view(data, size); }
   };
+  static_assert(sizeof(Value) == 32);
   TxnArena* const staged;
   void* alloc_tag = nullptr;  // the allocator's (staged_states.h)
   LockTxn lt;
@@ -142,7 +143,7 @@ struct PartitionTxn {
   // One bit per buffered key (WriteBit): a key whose bit is clear has no
   // buffered write, so a new key's Write skips the search of `writes`.
   uint64_t write_filter = 0;
-  ByteArena arena;                                     // the buffered values
+  ByteArena arena;  // the buffered values and the remote reads' bytes
   // Large txns only (see kIndexAbove): reads sorted by key, declared write
   // keys sorted, and buffered writes by key, so Read/Write stay O(log n).
   bool indexed = false;
