@@ -166,7 +166,7 @@ class ClientEndpoint final : public TxnClient {
     bool check;
     bool checkpoint = false;
     bool scan = false;  // table, min_epoch (the first row) and limit
-    std::string table;
+    std::string table = {};
     uint32_t limit = 0;
     uint64_t after_epoch = 0;  // a scan: see pb::ClientRequest::scan_after_epoch
   };
