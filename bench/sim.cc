@@ -393,9 +393,10 @@ void Sim::Start(uint32_t p, uint32_t w, PartitionTxn* st, double t) {
         Push(t + read_ns + Net(part.node, parts_[q].node), Kind::kReads, q, txn.id(), nullptr, p);
       }
     }
+    std::vector<pb::RemoteReads> spent;
     if (!st->executor) {
       cost = read_ns + extra;
-    } else if (st->MissingRemoteReads() && !part.remote.TakeEarlyOrPark(st)) {
+    } else if (st->MissingRemoteReads() && !part.remote.TakeEarlyOrPark(st, &spent)) {
       ++parked_;  // WAITING: the worker moves on
       part.workers[w].busy_ns += Busy(t, t + read_ns + extra);
       Push(t + read_ns + extra, Kind::kWorkerTake, p, 0, nullptr, w);

@@ -84,7 +84,7 @@ struct CheckpointOptions {
   // directory not synced), "ckpt_published" (directory synced, nothing
   // pruned). A hook returning true stops the checkpoint there (Aborted), as
   // a crash would; detdb's hook SIGKILLs the process.
-  std::function<bool(std::string_view point)> crash_hook;
+  std::function<bool(std::string_view point)> crash_hook = {};
   // State of the layer above that must survive with the checkpoint, as
   // opaque bytes (deploy: the client endpoint's exactly-once table): the
   // file's client state section. client_state(E), if set, is called by
@@ -93,8 +93,8 @@ struct CheckpointOptions {
   // to its clients); its error fails the checkpoint. restore_client_state,
   // if set, gets the section at recovery (empty for a version 1 file),
   // before the log after the checkpoint is replayed; its error fails Start.
-  std::function<absl::StatusOr<std::string>(uint64_t epoch)> client_state;
-  std::function<absl::Status(std::string_view bytes)> restore_client_state;
+  std::function<absl::StatusOr<std::string>(uint64_t epoch)> client_state = {};
+  std::function<absl::Status(std::string_view bytes)> restore_client_state = {};
   // Tests: the forked child sleeps this long before writing (a stuck capture).
   std::chrono::milliseconds test_child_stall{0};
 };

@@ -380,7 +380,9 @@ TEST(CheckpointQuarantine, ACheckpointAfterTheResumeEpochIsNeverLoaded) {
     EXPECT_EQ(DigestOf(e.get()), w.Oracle(history, UINT64_MAX));
   }
   for (const bool restored_by_hand : {false, true}) {
-    if (restored_by_hand) ASSERT_TRUE(fs.Rename(e2_path + kQuarantineSuffix, e2_path).ok());
+    if (restored_by_hand) {
+      ASSERT_TRUE(fs.Rename(e2_path + kQuarantineSuffix, e2_path).ok());
+    }
     auto e = w.Make(&fs);
     ResultCollector c;
     ASSERT_EQ(e->RegisterClient(&c), 1u);

@@ -108,7 +108,7 @@ struct PartitionTxn {
     Key key;
     bool found;
     uint32_t size;
-    const char* data;  // the value's bytes (nullptr if !found)
+    const char* data;  // the value's bytes (never nullptr if found; nullptr if not)
     // A local read's record (data == record->value()), else nullptr. Its
     // address holds until release, like `data`: a write through it needs no
     // second lookup (TxnContext::Update).
@@ -196,7 +196,8 @@ class TxnExecutor {
   void AcquireIntents(const PartitionTxn* st, IntentAgent* agent) const;
   void ReadLocal(PartitionTxn* st) const;
   void SendReads(PartitionTxn* st) const;
-  static void AddRemote(PartitionTxn* st, pb::RemoteReads* msg);
+  // Copies msg's reads onto st's arena (msg stays the caller's).
+  static void AddRemote(PartitionTxn* st, const pb::RemoteReads& msg);
   // Runs the procedure and applies its writes if it returned OK; if st
   // coordinates, fills *result with the reply (else leaves it untouched).
   // Returns whether it committed (false: a deterministic abort). A runner

@@ -162,7 +162,7 @@ class UpdateTest : public ::testing::TestWithParam<bool> {
       execs[p]->ReadLocal(sts[p].get());
       if (sts[p]->reader) execs[p]->SendReads(sts[p].get());
     }
-    for (auto& [to, msg] : transport.sent) TxnExecutor::AddRemote(sts[to].get(), &msg);
+    for (auto& [to, msg] : transport.sent) TxnExecutor::AddRemote(sts[to].get(), msg);
     pb::TxnResult result;
     for (uint32_t p = 0; p < kPartitions; ++p) {
       if (sts[p]->executor) {

@@ -310,8 +310,9 @@ bool Scheduler::Process(PartitionTxn* st, IntentAgent* intents) {
     if (st->reader) exec_.SendReads(st);
     if (!st->executor) return true;  // passive participant: release as soon as reads are sent
     if (st->MissingRemoteReads()) {
+      std::vector<pb::RemoteReads> spent;  // freed after remote_mu_ is released
       std::lock_guard<std::mutex> l(remote_mu_);
-      if (!remote_.TakeEarlyOrPark(st)) {  // WAITING: the worker moves on
+      if (!remote_.TakeEarlyOrPark(st, &spent)) {  // WAITING: the worker moves on
         parked_count_.fetch_add(1, std::memory_order_relaxed);
         parked_now_.fetch_add(1, std::memory_order_relaxed);
         return false;

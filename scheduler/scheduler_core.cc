@@ -171,15 +171,16 @@ AdmitResult PartitionCore::Admit(int slice, const RunnerState& state, ReadyList*
   return out;
 }
 
-bool RemoteReadsTable::TakeEarlyOrPark(PartitionTxn* st) {
-  std::vector<pb::RemoteReads> arrived;  // checked reads that came before the txn was dispatched
+bool RemoteReadsTable::TakeEarlyOrPark(PartitionTxn* st, std::vector<pb::RemoteReads>* spent) {
+  std::vector<pb::RemoteReads>& arrived = *spent;  // checked reads that came before the txn was dispatched
+  arrived.clear();
   if (guard_) {
     guard_->Take(st->txn->id(), &arrived);
   } else if (auto it = early_.find(st->txn->id()); it != early_.end()) {
     arrived = std::move(it->second);
     early_.erase(it);
   }
-  for (pb::RemoteReads& msg : arrived) TxnExecutor::AddRemote(st, &msg);
+  for (const pb::RemoteReads& msg : arrived) TxnExecutor::AddRemote(st, msg);
   if (!st->MissingRemoteReads()) return true;
   parked_.emplace(st->txn->id(), st);  // WAITING: the worker moves on
   return false;
@@ -200,7 +201,7 @@ PartitionTxn* RemoteReadsTable::OnRemoteReads(pb::RemoteReads&& msg, uint64_t me
     *verdict = RemoteReadsGuard::Verdict::kDeliver;
   }
   PartitionTxn* st = it->second;
-  TxnExecutor::AddRemote(st, &msg);
+  TxnExecutor::AddRemote(st, msg);
   if (st->MissingRemoteReads()) return nullptr;
   parked_.erase(it);
   st->resumed = true;

@@ -234,13 +234,16 @@ class RemoteReadsTable {
   // st, an executor just dispatched and missing remote reads, takes those
   // that arrived (and were accepted) before it. True if it now has them
   // all; else it is parked (WAITING) until OnRemoteReads completes it.
-  bool TakeEarlyOrPark(PartitionTxn* st);
+  // The messages taken are left in *spent, for the caller to free after it
+  // unlocks.
+  bool TakeEarlyOrPark(PartitionTxn* st, std::vector<pb::RemoteReads>* spent);
   // Another participant's reads, checked by the guard: added to their
   // parked txn, which is returned (marked resumed) if it is now complete;
   // kept by the guard if the txn is not parked yet. nullptr otherwise;
   // *verdict says why (a refusal is the caller's to log), *why the reason.
-  // merged_epoch, clock_epoch: see RemoteReadsGuard::OnReads. Moves the
-  // reads out of msg; what is left is the caller's to free (outside its lock).
+  // merged_epoch, clock_epoch: see RemoteReadsGuard::OnReads. Copies the
+  // reads out of msg (TxnExecutor::AddRemote) or keeps msg; what is left is
+  // the caller's to free (outside its lock).
   PartitionTxn* OnRemoteReads(pb::RemoteReads&& msg, uint64_t merged_epoch, uint64_t clock_epoch,
                               RemoteReadsGuard::Verdict* verdict, std::string* why);
   // Unchecked table only.

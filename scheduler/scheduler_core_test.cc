@@ -202,7 +202,8 @@ TEST(RemoteReadsTable, ParkedTxnResumesOnItsLastReadAndEarlyReadsWait) {
   EXPECT_EQ(v, RemoteReadsGuard::Verdict::kKept);
   EXPECT_EQ(table.OnRemoteReads(reads(1), 1, 0, &v, &why), nullptr);  // the same reader again
   EXPECT_EQ(v, RemoteReadsGuard::Verdict::kDuplicate) << why;
-  EXPECT_FALSE(table.TakeEarlyOrPark(&st));         // one of two: parked
+  std::vector<pb::RemoteReads> spent;
+  EXPECT_FALSE(table.TakeEarlyOrPark(&st, &spent));  // one of two: parked
   EXPECT_EQ(st.remote_received, 1u);
   EXPECT_EQ(table.parked(), 1u);
   EXPECT_EQ(table.OnRemoteReads(reads(2), 1, 0, &v, &why), &st);
