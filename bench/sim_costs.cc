@@ -156,7 +156,7 @@ absl::StatusOr<double> ExecNs(uint32_t k, const CalibrateOptions& o) {
   return Median(ns);
 }
 
-// One item through a WorkQueue to a sleeping thread and back, halved.
+// One item through a WorkQueue to a sleeping thread (and back to a polling one).
 double HandoffNs() {
   // The consumer must be asleep when the item comes: before each trip the
   // producer pauses longer than a Notifier polls (~0.1 ms), then times the

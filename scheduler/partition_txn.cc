@@ -404,11 +404,13 @@ void TxnExecutor::SendReads(PartitionTxn* st) const {
 void TxnExecutor::AddRemote(PartitionTxn* st, const pb::RemoteReads& msg) {
   for (const pb::KeyValue& kv : msg.reads()) {  // a copy on the txn's arena: the caller frees msg
     const std::string& v = kv.value();
-    const char* data = nullptr;
-    if (kv.found()) {  // a found value points somewhere, even if empty (as a local read's does)
-      char* p = v.empty() ? nullptr : st->arena.Allocate(v.size());
-      if (p != nullptr) std::memcpy(p, v.data(), v.size());
-      data = p != nullptr ? p : "";
+    const char* data = nullptr;  // a found value points somewhere, even if empty (as a local read's does)
+    if (kv.found() && v.empty()) {
+      data = "";
+    } else if (kv.found()) {
+      char* p = st->arena.Allocate(v.size());
+      std::memcpy(p, v.data(), v.size());
+      data = p;
     }
     st->reads.push_back({kv.key(), kv.found(), kv.found() ? static_cast<uint32_t>(v.size()) : 0u, data});
   }

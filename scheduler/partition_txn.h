@@ -50,9 +50,9 @@ class ReplySink {
 std::vector<PartitionId> ParticipantsOf(const pb::Txn& txn);
 std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn);
 
-// Bytes for one txn's buffered writes and remote reads: stable addresses (a procedure may
-// hold a view of a value it wrote while it writes more), reused by the next
-// txn of the PartitionTxn without going back to the heap. With a staged
+// Bytes for one txn's buffered writes and remote reads: stable addresses (a
+// procedure may hold a view of a value it wrote while it writes more), reused
+// by the next txn of the PartitionTxn without going back to the heap. With a staged
 // resource, every value comes from it instead (freed in bulk, Reset a no-op).
 class ByteArena {
  public:
