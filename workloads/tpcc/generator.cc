@@ -195,7 +195,8 @@ Generator::Request Generator::Draw(Rng* rng) {
 
   switch (req.kind) {
     case TxnKind::kNewOrder: {
-      tp::NewOrderArgs a;
+      tp::NewOrderArgs& a = new_order_;
+      a.Clear();  // keeps the arrays' capacity
       const uint32_t d = static_cast<uint32_t>(rng->Uniform(1, kDistrictsPerWarehouse));
       const uint32_t c = rng->NURand(1023, 1, sc.customers_per_district, run_.c_id);
       req.d = d;
@@ -204,9 +205,6 @@ Generator::Request Generator::Draw(Rng* rng) {
       a.set_c_id(c);
       const int n = static_cast<int>(rng->Uniform(5, 15));
       const bool rollback = Unit(rng) < o_.rollback;
-      a.mutable_i_ids()->Reserve(n);
-      a.mutable_supply_w_ids()->Reserve(n);
-      a.mutable_quantities()->Reserve(n);
       for (int i = 0; i < n; ++i) {
         uint32_t item = rng->NURand(8191, 1, sc.items, run_.ol_i_id);
         if (rollback && i == n - 1) item = sc.items + 1;  // unused (clause 2.4.1.4)
@@ -224,7 +222,7 @@ Generator::Request Generator::Draw(Rng* rng) {
       reads.push_back(DistrictNextKey(w, d));
       writes.push_back(DistrictNextKey(w, d));
       txn.set_type(kNewOrderType);
-      txn.set_args(a.SerializeAsString());
+      a.SerializeToString(txn.mutable_args());
       break;
     }
     case TxnKind::kPayment: {

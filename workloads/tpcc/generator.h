@@ -32,6 +32,7 @@
 #include "glog/logging.h"
 #include "workloads/tpcc/random.h"
 #include "proto/detdb.pb.h"
+#include "proto/tpcc.pb.h"
 
 namespace detdb {
 namespace tpcc {
@@ -118,6 +119,7 @@ class Generator {
   Request Draw(Rng* rng);
 
   std::vector<Key> reads_, writes_;  // Draw's scratch (kept: no allocation per txn)
+  pb::tpcc::NewOrderArgs new_order_;  // the same: its arrays keep their capacity
 
   GeneratorOptions o_;
   NURandC load_, run_;

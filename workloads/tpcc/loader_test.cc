@@ -124,6 +124,20 @@ TEST(TpccLoader, PartitionWithoutWarehousesHoldsItems) {
   EXPECT_EQ(store.table_ids().size(), 13u);
 }
 
+// A fixed-width text field reads up to its first NUL, or whole when full.
+TEST(TpccSchema, FieldsRoundTripAtEveryLength) {
+  char f[8];
+  for (size_t n = 0; n <= sizeof(f) + 2; ++n) {
+    const std::string s(n, 'x');
+    SetField(f, s);
+    EXPECT_EQ(GetField(f), s.substr(0, sizeof(f))) << n;
+  }
+  const char full[4] = {'a', 'b', 'c', 'd'};  // no NUL at all
+  EXPECT_EQ(GetField(full), "abcd");
+  const char inner[4] = {'a', '\0', 'c', 'd'};  // bytes after the NUL are not text
+  EXPECT_EQ(GetField(inner), "a");
+}
+
 TEST(TpccLoader, WarehousesOf) {
   const WarehousePartitioner partitioner(3);
   const Scale scale = Scale::Small(7);

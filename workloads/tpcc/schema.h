@@ -263,9 +263,11 @@ inline void SetField(char (&field)[N], std::string_view s) {
 }
 template <size_t N>
 inline std::string_view GetField(const char (&field)[N]) {
-  size_t n = 0;
-  while (n < N && field[n] != '\0') ++n;
-  return std::string_view(field, n);
+  // memchr, not a loop over bytes: C_DATA is 500 bytes, and New-Order
+  // reads I_DATA and S_DATA of every line (4.4% of all instructions of a
+  // New-Order + Payment run as a loop; bench/ir_per_txn.sh).
+  const void* end = std::memchr(field, '\0', N);
+  return std::string_view(field, end == nullptr ? N : static_cast<size_t>(static_cast<const char*>(end) - field));
 }
 
 }  // namespace tpcc

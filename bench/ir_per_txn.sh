@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Instructions per txn of a `detdb-bench` run, counted by callgrind: a
+# figure of the CPU work a txn costs that this project's noisy VMs do not
+# move (docs/TPCC.md, "Instructions per txn"). Use it to A/B a change to
+# the work per txn; it says nothing of cache misses, page faults or
+# hand-offs between threads, which wall-clock pairs still have to show.
+#   bench/ir_per_txn.sh [BIN] [-- detdb-bench arguments]
+#   bench/ir_per_txn.sh build/release -- tpcc --workers=2 --mix=no+payment
+# Only the run's threads are counted (workers, lock thread, sequencer, the
+# bench's client loop), not loading or the checks after the run, and the
+# figure is the difference of two runs (SMALL and LARGE txns, default
+# 20000 and 60000) divided by their difference in txns, so what a run
+# costs once (start-up, the first epochs) cancels. Under valgrind the
+# threads take turns on one core, so polling loops count a little more
+# than natively; the two builds of an A/B pay that alike. Prints the
+# figure and the 25 functions with most instructions (self) of the larger
+# run; RUNS=3 repeats the pair and prints each figure.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BIN=build/release
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then BIN="$1"; shift; fi
+[ $# -gt 0 ] && [ "$1" = "--" ] && shift
+ARGS=("$@")
+[ ${#ARGS[@]} -eq 0 ] && ARGS=(tpcc --workers=2 --mix=no+payment)
+SMALL="${SMALL:-20000}"
+LARGE="${LARGE:-60000}"
+RUNS="${RUNS:-1}"
+command -v valgrind >/dev/null || { echo "ir_per_txn: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+OUT=$(mktemp -d /tmp/ir_per_txn.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+
+# Instructions of one run of N txns, in the run's threads only.
+count() {
+  local n=$1 file=$OUT/cg.$1.$2
+  valgrind --tool=callgrind --callgrind-out-file="$file" --collect-atstart=no \
+    --toggle-collect='detdb::Scheduler::WorkerThread*' \
+    --toggle-collect='detdb::Scheduler::LockThread*' \
+    --toggle-collect='detdb::Sequencer::Run*' \
+    --toggle-collect='*Driver::Run*' \
+    "$BIN/bench/detdb-bench" "${ARGS[@]}" --txns="$n" >"$OUT/log.$1.$2" 2>&1 ||
+    { cat "$OUT/log.$1.$2" >&2; exit 1; }
+  awk '/^summary:/ {print $2}' "$file"
+}
+
+for r in $(seq 1 "$RUNS"); do
+  small=$(count "$SMALL" "$r")
+  large=$(count "$LARGE" "$r")
+  echo "run $r: $small instructions for $SMALL txns, $large for $LARGE: $(( (large - small) / (LARGE - SMALL) )) instructions per txn"
+done
+echo "largest functions (self) of the last $LARGE-txn run:"
+callgrind_annotate "$OUT/cg.$LARGE.$RUNS" 2>/dev/null | awk '/^-+$/ {n++} n >= 3 && /\(/ {print}' | head -25 | cut -c1-160
