@@ -35,7 +35,7 @@ class MicroClient final : public TxnClient {
  public:
   explicit MicroClient(uint64_t outstanding) : submit_ns_(2 * outstanding) {}
 
-  void OnResult(pb::TxnResult r) override {
+  void OnResult(pb::TxnResult&& r) override {
     hist_.Record(NowNs() - submit_ns_[r.client_seq() % submit_ns_.size()].load(std::memory_order_relaxed));
     (r.status() == pb::STATUS_OK ? committed_ : aborted_).fetch_add(1, std::memory_order_relaxed);
     done_.fetch_add(1, std::memory_order_release);

@@ -114,7 +114,7 @@ absl::StatusOr<double> LockNs(const std::string& name, uint32_t k, const Calibra
 
 class DropReplies final : public ReplySink {
  public:
-  void OnTxnResult(const pb::Txn&, pb::TxnResult) override {}
+  void OnTxnResult(const pb::Txn&, pb::TxnResult&&) override {}
 };
 
 // ns per txn of a worker's run (TxnExecutor) of microbenchmark txns, k keys.

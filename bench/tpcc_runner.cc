@@ -59,7 +59,7 @@ class InProcessBackend final : public Backend, public TxnClient {
     id_ = engine->RegisterClient(this);
   }
   uint64_t client_id() const override { return id_; }
-  void OnResult(pb::TxnResult r) override {
+  void OnResult(pb::TxnResult&& r) override {
     size_t n;
     {
       std::lock_guard<std::mutex> l(mu_);

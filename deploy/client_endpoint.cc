@@ -208,7 +208,7 @@ bool ClientEndpoint::Recall(uint64_t client, uint64_t seq, pb::TxnResult* out, u
   return true;
 }
 
-void ClientEndpoint::OnResult(pb::TxnResult result) {
+void ClientEndpoint::OnResult(pb::TxnResult&& result) {
   Remember(result);
   // Before the engine takes txns it only replays its log: those results
   // rebuild the table above; nobody waits for them.

@@ -101,7 +101,7 @@ class ClientEndpoint final : public TxnClient {
   void Stop();
 
   // TxnClient: a txn submitted here is finished.
-  void OnResult(pb::TxnResult result) override;
+  void OnResult(pb::TxnResult&& result) override;
 
   // The exactly-once table for a checkpoint (CheckpointOptions::
   // client_state): per client id its highest seq with a result and its

@@ -15,7 +15,7 @@ namespace {
 
 class Sink final : public TxnClient {
  public:
-  void OnResult(pb::TxnResult) override {}
+  void OnResult(pb::TxnResult&&) override {}
 };
 
 void Must(const absl::Status& s) {

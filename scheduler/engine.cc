@@ -406,7 +406,7 @@ void Engine::EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch) {
   for (PartitionId p : local_) schedulers_[p]->Enqueue(std::move(subs[p]));
 }
 
-void Engine::Deliver(pb::TxnResult result, uint64_t charge) {
+void Engine::Deliver(pb::TxnResult&& result, uint64_t charge) {
   // The txn's bytes are freed once it ran (its reply is small), even if the
   // reply waits for durability.
   pending_bytes_.fetch_sub(charge, std::memory_order_acq_rel);
@@ -417,7 +417,7 @@ void Engine::Deliver(pb::TxnResult result, uint64_t charge) {
   }
 }
 
-void Engine::DeliverNow(pb::TxnResult result) {
+void Engine::DeliverNow(pb::TxnResult&& result) {
   const uint64_t txn_id = result.txn_id();
   if (options_.results != nullptr) {
     options_.results->OnResult(std::move(result));

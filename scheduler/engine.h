@@ -281,7 +281,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
 
   // BatchSink (sequencer thread) and ReplySink (workers).
   void OnBatch(std::shared_ptr<const pb::Batch> batch) override;
-  void OnTxnResult(const pb::Txn& txn, pb::TxnResult result) override;
+  void OnTxnResult(const pb::Txn& txn, pb::TxnResult&& result) override;
   // PeerHandler (network thread, cluster mode).
   void OnPeerBatch(std::shared_ptr<pb::Batch> batch) override;
   void OnPeerResult(uint32_t from, const pb::TxnResult& result) override;
@@ -385,7 +385,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   absl::Status NotAccepting() const;
   // Cluster mode: note the results of batch's txns another node coordinates.
   void ExpectResults(const pb::Batch& batch);
-  void DeliverNow(pb::TxnResult result);
+  void DeliverNow(pb::TxnResult&& result);
   Engine(const EngineOptions& options, const Partitioner* partitioner, const ProcedureRegistry* procedures);
   // from_peer: a peer's batch (its node accepted the txn from its client:
   // allow_table_ops is that node's to apply, every node runs what it took).
@@ -396,7 +396,7 @@ class Engine final : public BatchSink, public ReplySink, public PeerHandler {
   // Hands each local scheduler its part of batch (empty parts too).
   void EnqueueLocal(const std::shared_ptr<const pb::Batch>& batch);
   // charge: the txn's TxnCharge, counted at Admit.
-  void Deliver(pb::TxnResult result, uint64_t charge);
+  void Deliver(pb::TxnResult&& result, uint64_t charge);
   const PartitionStore* schema() const { return stores_[local_[0]].get(); }
 
   const EngineOptions options_;

@@ -31,7 +31,7 @@ class TxnClient {
   // Called once per txn the client submitted, from a worker thread. The
   // result is the client's (moved in: no copy on a single node's path; a
   // result from a peer is copied once).
-  virtual void OnResult(pb::TxnResult result) = 0;
+  virtual void OnResult(pb::TxnResult&& result) = 0;
 };
 
 struct EngineOptions {

@@ -147,7 +147,7 @@ void Engine::OnPeerBatch(std::shared_ptr<pb::Batch> batch) {
   }
 }
 
-void Engine::OnTxnResult(const pb::Txn& txn, pb::TxnResult result) {
+void Engine::OnTxnResult(const pb::Txn& txn, pb::TxnResult&& result) {
   if (options_.peers != nullptr && txn.origin_node() != options_.peers->node_id()) {
     // Its origin counts it; kept for the origin's rejoin (it replays the
     // txn and awaits this again), sent once its epoch is durable here.
@@ -195,7 +195,7 @@ void Engine::OnPeerResult(uint32_t from, const pb::TxnResult& result) {
     charge = a.charge;
     awaiting_.erase(it);
   }
-  Deliver(result, charge);
+  Deliver(pb::TxnResult(result), charge);  // a copy: the peer's message is const
 }
 
 uint64_t Engine::ClockEpoch() const {

@@ -84,7 +84,7 @@ inline std::vector<pb::Txn> RandomTxns(uint64_t seed, int n, uint32_t partitions
 
 class ResultCollector : public TxnClient {
  public:
-  void OnResult(pb::TxnResult r) override {
+  void OnResult(pb::TxnResult&& r) override {
     std::lock_guard<std::mutex> l(mu);
     ++count;
     if (!by_seq.emplace(r.client_seq(), r).second) duplicate = true;

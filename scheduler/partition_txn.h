@@ -41,7 +41,7 @@ class ReplySink {
  public:
   virtual ~ReplySink() = default;
   // Called once per txn, by a worker of the txn's coordinating partition.
-  virtual void OnTxnResult(const pb::Txn& txn, pb::TxnResult result) = 0;
+  virtual void OnTxnResult(const pb::Txn& txn, pb::TxnResult&& result) = 0;
 };
 
 // The partitions that take part in txn (readers and writers), and those that
@@ -211,7 +211,7 @@ class TxnExecutor {
   // the partition in flight (PartitionCore runs a table operation alone).
   bool RunTableOp(PartitionTxn* st, pb::TxnResult* result, IntentAgent* agent) const;
   // Sends the coordinator's reply that Run filled. REQUIRES: st->coordinator.
-  void Reply(const PartitionTxn* st, pb::TxnResult result) const { replies_->OnTxnResult(*st->txn, std::move(result)); }
+  void Reply(const PartitionTxn* st, pb::TxnResult&& result) const { replies_->OnTxnResult(*st->txn, std::move(result)); }
   // Run, then Reply if st coordinates.
   bool Execute(PartitionTxn* st, IntentAgent* agent) const {
     pb::TxnResult r;

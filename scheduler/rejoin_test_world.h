@@ -62,7 +62,7 @@ struct Answers {
 class Sink : public TxnClient {
  public:
   explicit Sink(Answers* a) : a_(a) {}
-  void OnResult(pb::TxnResult r) override {
+  void OnResult(pb::TxnResult&& r) override {
     std::lock_guard<std::mutex> l(a_->mu);
     auto [it, fresh] = a_->by_seq.emplace(r.client_seq(), r);
     if (!fresh && (it->second.txn_id() != r.txn_id() || it->second.result() != r.result() ||

@@ -20,7 +20,7 @@ using namespace testing_util;  // NOLINT
 
 class Replies : public ReplySink {
  public:
-  void OnTxnResult(const pb::Txn& txn, pb::TxnResult result) override {
+  void OnTxnResult(const pb::Txn& txn, pb::TxnResult&& result) override {
     std::lock_guard<std::mutex> l(mu);
     results[txn.id()] = std::move(result);
   }

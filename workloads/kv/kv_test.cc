@@ -272,7 +272,7 @@ std::vector<pb::Txn> RandomKvTxns(uint64_t seed, int n, uint64_t client) {
 
 class Collector : public TxnClient {
  public:
-  void OnResult(pb::TxnResult r) override {
+  void OnResult(pb::TxnResult&& r) override {
     std::lock_guard<std::mutex> l(mu);
     by_seq.emplace(r.client_seq(), r);
   }
