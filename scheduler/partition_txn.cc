@@ -50,21 +50,20 @@ char* ByteArena::AllocateOnHeap(size_t n) {
     large_.push_back(std::make_unique_for_overwrite<char[]>(n));
     return large_.back().get();
   }
-  if (blocks_.empty()) {
-    blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
-    current_ = used_ = 0;
-  } else if (used_ + n > kBlock) {
-    if (++current_ == blocks_.size()) blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
-    used_ = 0;
-  }
-  char* p = blocks_[current_].get() + used_;
-  used_ += n;
+  // The block in use is full, or none is in use yet: the next one.
+  if (cur_ != nullptr) ++current_;
+  if (current_ == blocks_.size()) blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
+  cur_ = blocks_[current_].get();
+  end_ = cur_ + kBlock;
+  char* p = cur_;
+  cur_ += n;
   return p;
 }
 
 void ByteArena::Reset() {
   if (staged_ != nullptr) return;  // freed in bulk
-  current_ = used_ = 0;
+  current_ = 0;
+  cur_ = end_ = nullptr;
   if (blocks_.size() > 4) blocks_.resize(4);  // keep a few blocks for the next txn
   large_.clear();
 }

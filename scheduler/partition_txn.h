@@ -60,6 +60,11 @@ class ByteArena {
   char* Allocate(size_t n) {
     n = (n + 7) & ~size_t{7};
     if (staged_ != nullptr) return static_cast<char*>(staged_->Allocate(n, 8));
+    if (n <= static_cast<size_t>(end_ - cur_)) {  // inline: ~25 values per New-Order
+      char* p = cur_;
+      cur_ += n;
+      return p;
+    }
     return AllocateOnHeap(n);
   }
   void Reset();
@@ -71,7 +76,9 @@ class ByteArena {
   static constexpr size_t kBlock = 16 << 10;
   std::vector<std::unique_ptr<char[]>> blocks_;
   std::vector<std::unique_ptr<char[]>> large_;
-  size_t current_ = 0, used_ = 0;
+  size_t current_ = 0;                          // blocks_[current_] is in use when cur_ is set
+  char* cur_ = nullptr;
+  char* end_ = nullptr;                         // its free bytes: [cur_, end_)
 };
 
 // Everything one partition knows about one admitted txn. Made by the

@@ -22,6 +22,29 @@
 namespace detdb {
 namespace {
 
+// Values on the heap arena keep their bytes while more are allocated (across
+// blocks, and beside large values), and after Reset the same bytes serve the
+// next txn.
+TEST(ByteArena, ValuesStayPutAcrossBlocksAndResets) {
+  ByteArena arena;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::pair<char*, size_t>> values;
+    for (size_t i = 0; i < 2000; ++i) {
+      const size_t n = i % 97 == 0 ? 40000 : 1 + (i * 37) % 700;  // some larger than a block
+      char* p = arena.Allocate(n);
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % 8, 0u);
+      std::memset(p, static_cast<int>(i & 0xFF), n);
+      values.emplace_back(p, n);
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      const auto [p, n] = values[i];
+      ASSERT_EQ(std::count(p, p + n, static_cast<char>(i & 0xFF)), static_cast<std::ptrdiff_t>(n)) << i;
+    }
+    arena.Reset();
+  }
+}
+
+
 constexpr uint32_t kTable = 1;
 constexpr uint32_t kRowBytes = 40;  // a whole row: 5 counters
 
