@@ -19,6 +19,7 @@ PACKAGES=(
   libmicrohttpd-dev      # detdb: /metrics and /healthz (docs/OPERATING.md)
   prometheus             # promtool: the /metrics tests parse the page with it; local_cluster.sh --prometheus
   bsdutils               # `script`: detdb-cli's terminal test (essential in Debian; listed for minimal images)
+  valgrind               # callgrind: bench/ir_per_txn.sh, instructions per txn
 )
 
 # `install-deps.sh fuzz`: also clang and its libFuzzer / sanitizer runtimes

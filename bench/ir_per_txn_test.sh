@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# bench/ir_per_txn.sh end to end on a small TPC-C run: it must finish, print
+# a plausible count per txn (a New-Order + Payment txn is tens of thousands
+# of instructions) and the function table, and fail loudly on a bad run.
+#   bench/ir_per_txn_test.sh BUILD_DIR
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BUILD="$1"
+out=$(SMALL=1000 LARGE=3000 bench/ir_per_txn.sh "$BUILD" -- tpcc --workers=1 --warehouses=1 --tpcc_small --mix=no+payment 2>&1)
+rc=$?
+echo "$out" | head -8
+[ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; exit 1; }
+n=$(echo "$out" | sed -n 's/.*: \([0-9][0-9]*\) instructions per txn$/\1/p')
+[ -n "$n" ] || { echo "FAIL: no 'instructions per txn' line"; exit 1; }
+{ [ "$n" -gt 5000 ] && [ "$n" -lt 500000 ]; } || { echo "FAIL: $n instructions per txn is implausible"; exit 1; }
+echo "$out" | grep -q "PROGRAM TOTALS" || { echo "FAIL: no function table"; exit 1; }
+# A run that fails (an unknown flag) must fail the script, not print a count.
+if SMALL=10 LARGE=20 bench/ir_per_txn.sh "$BUILD" -- tpcc --no_such_flag >/dev/null 2>&1; then
+  echo "FAIL: a failing run was not reported"; exit 1
+fi
+echo "PASS: $n instructions per txn"
