@@ -6,25 +6,34 @@
 # hand-offs between threads, which wall-clock pairs still have to show.
 #   bench/ir_per_txn.sh [BIN] [-- detdb-bench arguments]
 #   bench/ir_per_txn.sh build/release -- tpcc --workers=2 --mix=no+payment
-# Only the run's threads are counted (workers, lock thread, sequencer, the
-# bench's client loop), not loading or the checks after the run, and the
+# BIN is a build directory (default build/release). Counted: the workers,
+# the lock threads and the sequencer, and with `tpcc` the bench's client
+# loop (`micro`'s in-process client is not counted); not loading, not the
+# checks after the run, not the checkpoint or input-log threads. The
 # figure is the difference of two runs (SMALL and LARGE txns, default
 # 20000 and 60000) divided by their difference in txns, so what a run
 # costs once (start-up, the first epochs) cancels. Under valgrind the
 # threads take turns on one core, so polling loops count a little more
 # than natively; the two builds of an A/B pay that alike. Prints the
-# figure and the 25 functions with most instructions (self) of the larger
-# run; RUNS=3 repeats the pair and prints each figure.
+# figure, then the program's total and the 24 functions with most
+# instructions (self) of the larger run; RUNS=3 repeats the pair and
+# prints each figure.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN=build/release
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then BIN="$1"; shift; fi
+[ -d "$BIN" ] || { echo "ir_per_txn: no build directory $BIN" >&2; exit 2; }
+BIN=$(realpath "$BIN")
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 [ $# -gt 0 ] && [ "$1" = "--" ] && shift
 ARGS=("$@")
 [ ${#ARGS[@]} -eq 0 ] && ARGS=(tpcc --workers=2 --mix=no+payment)
 SMALL="${SMALL:-20000}"
 LARGE="${LARGE:-60000}"
 RUNS="${RUNS:-1}"
+for v in "$SMALL" "$LARGE" "$RUNS"; do
+  [[ $v =~ ^[0-9]+$ && $v -gt 0 ]] || { echo "ir_per_txn: SMALL, LARGE and RUNS must be positive integers" >&2; exit 2; }
+done
+[ "$LARGE" -gt "$SMALL" ] || { echo "ir_per_txn: LARGE ($LARGE) must exceed SMALL ($SMALL)" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "ir_per_txn: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 OUT=$(mktemp -d /tmp/ir_per_txn.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
@@ -33,13 +42,18 @@ trap 'rm -rf "$OUT"' EXIT
 count() {
   local n=$1 file=$OUT/cg.$1.$2
   valgrind --tool=callgrind --callgrind-out-file="$file" --collect-atstart=no \
-    --toggle-collect='detdb::Scheduler::WorkerThread*' \
-    --toggle-collect='detdb::Scheduler::LockThread*' \
-    --toggle-collect='detdb::Sequencer::Run*' \
-    --toggle-collect='*Driver::Run*' \
+    --toggle-collect='detdb::Scheduler::WorkerThread()' \
+    --toggle-collect='detdb::Scheduler::LockThread()' \
+    --toggle-collect='detdb::Sequencer::Run()' \
+    --toggle-collect='*Driver::Run(detdb::tpcc::TpccRunResult*)' \
     "$BIN/bench/detdb-bench" "${ARGS[@]}" --txns="$n" >"$OUT/log.$1.$2" 2>&1 ||
     { cat "$OUT/log.$1.$2" >&2; exit 1; }
-  awk '/^summary:/ {print $2}' "$file"
+  local ir
+  ir=$(awk '/^summary:/ {print $2}' "$file")
+  # No count (or none at all) means the toggles never fired: a thread
+  # function renamed, or a run that did nothing. Say so, never print 0.
+  [[ $ir =~ ^[0-9]+$ && $ir -gt 0 ]] || { echo "ir_per_txn: no instructions counted in the run's threads ($file)" >&2; exit 1; }
+  echo "$ir"
 }
 
 for r in $(seq 1 "$RUNS"); do

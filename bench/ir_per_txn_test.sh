@@ -6,16 +6,21 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD="$1"
+command -v valgrind >/dev/null || { echo "SKIP: no valgrind (deploy/install-deps.sh installs it)"; exit 77; }
 out=$(SMALL=1000 LARGE=3000 bench/ir_per_txn.sh "$BUILD" -- tpcc --workers=1 --warehouses=1 --tpcc_small --mix=no+payment 2>&1)
 rc=$?
-echo "$out" | head -8
+head -8 <<<"$out"
 [ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; exit 1; }
 n=$(echo "$out" | sed -n 's/.*: \([0-9][0-9]*\) instructions per txn$/\1/p')
 [ -n "$n" ] || { echo "FAIL: no 'instructions per txn' line"; exit 1; }
 { [ "$n" -gt 5000 ] && [ "$n" -lt 500000 ]; } || { echo "FAIL: $n instructions per txn is implausible"; exit 1; }
-echo "$out" | grep -q "PROGRAM TOTALS" || { echo "FAIL: no function table"; exit 1; }
+grep -q "PROGRAM TOTALS" <<<"$out" || { echo "FAIL: no function table"; exit 1; }
 # A run that fails (an unknown flag) must fail the script, not print a count.
 if SMALL=10 LARGE=20 bench/ir_per_txn.sh "$BUILD" -- tpcc --no_such_flag >/dev/null 2>&1; then
   echo "FAIL: a failing run was not reported"; exit 1
+fi
+# Bad counts are refused before anything runs.
+if LARGE=10 SMALL=10 bench/ir_per_txn.sh "$BUILD" >/dev/null 2>&1; then
+  echo "FAIL: LARGE == SMALL was accepted"; exit 1
 fi
 echo "PASS: $n instructions per txn"

@@ -50,7 +50,8 @@ char* ByteArena::AllocateOnHeap(size_t n) {
     large_.push_back(std::make_unique_for_overwrite<char[]>(n));
     return large_.back().get();
   }
-  // The block in use is full, or none is in use yet: the next one.
+  // The block in use has too little room left (the rest stays unused until
+  // Reset), or none is in use yet: the next one.
   if (cur_ != nullptr) ++current_;
   if (current_ == blocks_.size()) blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
   cur_ = blocks_[current_].get();

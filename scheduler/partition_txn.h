@@ -57,8 +57,12 @@ std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn);
 class ByteArena {
  public:
   explicit ByteArena(TxnArena* staged = nullptr) : staged_(staged) {}
+  // Not copyable or movable: cur_ and end_ point into blocks_.
+  ByteArena(const ByteArena&) = delete;
+  ByteArena& operator=(const ByteArena&) = delete;
+  // 8-aligned, never null (an empty value too takes 8 bytes).
   char* Allocate(size_t n) {
-    n = (n + 7) & ~size_t{7};
+    n = n == 0 ? 8 : (n + 7) & ~size_t{7};
     if (staged_ != nullptr) return static_cast<char*>(staged_->Allocate(n, 8));
     if (n <= static_cast<size_t>(end_ - cur_)) {  // inline: ~25 values per New-Order
       char* p = cur_;

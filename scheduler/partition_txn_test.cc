@@ -2,7 +2,7 @@
 // the engine's (TxnExecutor's ExecContext, which applies an Update of a
 // local read through the record the read found) and the SerialExecutor's
 // (the oracle). Each case runs the same procedure on both and checks the
-// stored rows afterwards.
+// stored rows afterwards. Also ByteArena, the txn's buffer of values.
 #include "scheduler/partition_txn.h"
 
 #include <algorithm>
@@ -23,15 +23,26 @@ namespace detdb {
 namespace {
 
 // Values on the heap arena keep their bytes while more are allocated (across
-// blocks, and beside large values), and after Reset the same bytes serve the
-// next txn.
+// blocks, beside values larger than a block, and values of 0 bytes or of a
+// whole block), and after Reset the arena hands out its first block again.
 TEST(ByteArena, ValuesStayPutAcrossBlocksAndResets) {
   ByteArena arena;
+  EXPECT_NE(arena.Allocate(0), nullptr);  // even before any block exists
+  arena.Reset();
+  char* first = nullptr;
   for (int round = 0; round < 3; ++round) {
     std::vector<std::pair<char*, size_t>> values;
     for (size_t i = 0; i < 2000; ++i) {
-      const size_t n = i % 97 == 0 ? 40000 : 1 + (i * 37) % 700;  // some larger than a block
+      size_t n = 1 + (i * 37) % 700;
+      if (i % 97 == 0) n = 40000;     // larger than a block: a block of its own
+      if (i % 101 == 0) n = 16 << 10;  // exactly a block
+      if (i % 89 == 0) n = 0;
       char* p = arena.Allocate(n);
+      ASSERT_NE(p, nullptr);
+      if (i == 0) {
+        if (round == 0) first = p;
+        EXPECT_EQ(p, first) << "Reset reuses the first block";
+      }
       ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % 8, 0u);
       std::memset(p, static_cast<int>(i & 0xFF), n);
       values.emplace_back(p, n);
@@ -43,7 +54,6 @@ TEST(ByteArena, ValuesStayPutAcrossBlocksAndResets) {
     arena.Reset();
   }
 }
-
 
 constexpr uint32_t kTable = 1;
 constexpr uint32_t kRowBytes = 40;  // a whole row: 5 counters

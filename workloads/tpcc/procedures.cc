@@ -164,7 +164,8 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   google::protobuf::Arena arena(arena_options);
   tp::NewOrderArgs& a = *google::protobuf::Arena::CreateMessage<tp::NewOrderArgs>(&arena);
   // Room for the most lines first: parsing a packed array grows it one
-  // doubling at a time otherwise (three reallocations of each of 3 arrays).
+  // doubling at a time otherwise (capacity 4, 8, 16: up to three
+  // allocations for each of the 3 arrays).
   a.mutable_i_ids()->Reserve(kMaxOrderLines);
   a.mutable_supply_w_ids()->Reserve(kMaxOrderLines);
   a.mutable_quantities()->Reserve(kMaxOrderLines);
