@@ -382,6 +382,14 @@ int Micro() {
       printf("(each --duration run commits a different number of txns, so digests differ; "
              "with --txns=N every lock manager must reach the same digest)\n");
     }
+    if (FLAGS_contention <= 0.001 && FLAGS_depth == 0 && FLAGS_compute_us == 0) {
+      // What a first-time reader of quickstart.sh's table needs to know.
+      printf("How to read this: at contention %g hardly two txns share a record, so there is almost nothing\n"
+             "to schedule and the lock managers tie: the ratios here are the machine's noise, which on a\n"
+             "shared VM moves them by 10-20%% from run to run (compare the rounds above). The managers part\n"
+             "where txns conflict: --workers=2 --contention=0.1, or --workers=2 --depth=9 (README.md).\n",
+             FLAGS_contention);
+    }
   }
   // With a fixed txn count, unequal digests are a determinism failure in any output mode.
   if (results.size() > 1 && FLAGS_txns > 0 && !equal) {

@@ -178,7 +178,9 @@ TEST(CheckpointAgreement, NodesWithDifferentIntervalsAgreeOnTheSharedEpochs) {
     a.OnPeerDurable(1, e);
     a.OnPublished(e);
     mine.push_back(e);
-    if (e % 20 == 0) EXPECT_TRUE(a.OnPeerCheckpoint(1, e));
+    if (e % 20 == 0) {
+      EXPECT_TRUE(a.OnPeerCheckpoint(1, e));
+    }
   }
   EXPECT_EQ(a.anchor(), 60u);
   const CheckpointPlan p = a.Plan(mine, 2);

@@ -663,7 +663,9 @@ TEST(InputLogTest, AGroupIsOneWritePerSegment) {
     // One write per segment the group touched (1 with 1 MiB segments; a
     // new segment every few records with 400 bytes).
     EXPECT_EQ(static_cast<int64_t>(segments->size()), fs.appends() - before);
-    if (segment_bytes == 400) EXPECT_GT(segments->size(), 1u);
+    if (segment_bytes == 400) {
+      EXPECT_GT(segments->size(), 1u);
+    }
     ASSERT_TRUE(w->Close().ok());
     auto got = ReadInputLog(kDir, Recovery(&fs));
     ASSERT_TRUE(got.ok()) << got.status();

@@ -162,8 +162,12 @@ TEST(InputLogTruncateTest, DroppingBeforeACheckpointKeepsEveryLaterEpochAfterACr
         }
       }
       auto first = InputLogFirstEpoch(kDir, &base);
-      if (checkpoint >= 4) EXPECT_GT(**first, 1u) << "nothing dropped";
-      if (checkpoint == 0) EXPECT_EQ(base.ListDir(kDir)->size(), segments);
+      if (checkpoint >= 4) {
+        EXPECT_GT(**first, 1u) << "nothing dropped";
+      }
+      if (checkpoint == 0) {
+        EXPECT_EQ(base.ListDir(kDir)->size(), segments);
+      }
       if (dropped.ok()) break;
     }
   }
