@@ -30,6 +30,7 @@
 #include "workloads/micro/micro.h"
 #include "workloads/micro/micro_table.h"
 #include "workloads/tpcc/generator.h"
+#include "workloads/tpcc/new_order_lines.h"
 
 namespace detdb {
 namespace {
@@ -83,21 +84,27 @@ void ClientRequests() {
       *r.add_txns() = q.txn;
       Put("client_request", absl::StrCat("tpcc_", i), r.SerializeAsString());
       if (q.kind != tpcc::TxnKind::kNewOrder) continue;
-      // The same New-Order with its lines as sub-messages (the first
-      // encoding, still read: proto/tpcc.proto).
-      pb::tpcc::NewOrderArgs a;
+      // The same New-Order with its lines in the two older encodings,
+      // still read (proto/tpcc.proto): sub-messages, and packed arrays.
+      pb::tpcc::NewOrderArgs a, arrays;
       CHECK(a.ParseFromString(q.txn.args()));
-      for (int l = 0; l < a.i_ids_size(); ++l) {
+      arrays = a;
+      arrays.clear_line_words();
+      for (int l = 0; l < a.line_words_size(); ++l) {
+        const tpcc::OrderLine line = tpcc::OrderLineOfWord(a.line_words(l));
         pb::tpcc::OrderLineInput* in = a.add_lines();
-        in->set_i_id(a.i_ids(l));
-        in->set_supply_w_id(a.supply_w_ids(l));
-        in->set_quantity(a.quantities(l));
+        in->set_i_id(line.i_id);
+        in->set_supply_w_id(line.supply_w_id);
+        in->set_quantity(line.quantity);
+        arrays.add_i_ids(line.i_id);
+        arrays.add_supply_w_ids(line.supply_w_id);
+        arrays.add_quantities(line.quantity);
       }
-      a.clear_i_ids();
-      a.clear_supply_w_ids();
-      a.clear_quantities();
+      a.clear_line_words();
       r.mutable_txns(0)->set_args(a.SerializeAsString());
       Put("client_request", absl::StrCat("tpcc_nested_", i), r.SerializeAsString());
+      r.mutable_txns(0)->set_args(arrays.SerializeAsString());
+      Put("client_request", absl::StrCat("tpcc_arrays_", i), r.SerializeAsString());
     }
   }
   {

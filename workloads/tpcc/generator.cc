@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "workloads/tpcc/new_order_lines.h"
 #include "workloads/tpcc/procedures.h"
 #include "workloads/tpcc/schema.h"
 #include "glog/logging.h"
@@ -210,9 +211,7 @@ Generator::Request Generator::Draw(Rng* rng) {
         if (rollback && i == n - 1) item = sc.items + 1;  // unused (clause 2.4.1.4)
         uint32_t supply = w;
         if (sc.warehouses > 1 && Unit(rng) < o_.remote_line) supply = OtherWarehouse(rng, sc.warehouses, w);
-        a.add_i_ids(item);
-        a.add_supply_w_ids(supply);
-        a.add_quantities(static_cast<uint32_t>(rng->Uniform(1, 10)));
+        a.add_line_words(OrderLineWord(OrderLine{item, supply, static_cast<uint32_t>(rng->Uniform(1, 10))}));
         reads.push_back(StockKey(supply, item));
         writes.push_back(StockKey(supply, item));
       }

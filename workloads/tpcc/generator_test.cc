@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "workloads/tpcc/new_order_lines.h"
 #include "workloads/tpcc/procedures.h"
 #include "workloads/tpcc/schema.h"
 #include "proto/tpcc.pb.h"
@@ -24,16 +25,17 @@ namespace tp = pb::tpcc;
 
 std::vector<Key> Keys(const google::protobuf::RepeatedField<uint64_t>& f) { return {f.begin(), f.end()}; }
 
-// New-Order's lines as the generator writes them: the packed encoding only.
+// New-Order's lines as the generator writes them: one word per line only.
 std::vector<tp::OrderLineInput> LinesOf(const tp::NewOrderArgs& a) {
-  EXPECT_EQ(a.lines_size(), 0) << "the generator writes the packed encoding";
-  EXPECT_EQ(a.supply_w_ids_size(), a.i_ids_size());
-  EXPECT_EQ(a.quantities_size(), a.i_ids_size());
-  std::vector<tp::OrderLineInput> out(a.i_ids_size());
-  for (int i = 0; i < a.i_ids_size() && i < a.supply_w_ids_size() && i < a.quantities_size(); ++i) {
-    out[i].set_i_id(a.i_ids(i));
-    out[i].set_supply_w_id(a.supply_w_ids(i));
-    out[i].set_quantity(a.quantities(i));
+  EXPECT_EQ(a.lines_size(), 0) << "the generator writes the word encoding";
+  EXPECT_EQ(a.i_ids_size() + a.supply_w_ids_size() + a.quantities_size(), 0)
+      << "the generator writes the word encoding";
+  std::vector<tp::OrderLineInput> out(a.line_words_size());
+  for (int i = 0; i < a.line_words_size(); ++i) {
+    const OrderLine l = OrderLineOfWord(a.line_words(i));
+    out[i].set_i_id(l.i_id);
+    out[i].set_supply_w_id(l.supply_w_id);
+    out[i].set_quantity(l.quantity);
   }
   return out;
 }

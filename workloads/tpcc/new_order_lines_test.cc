@@ -1,5 +1,6 @@
 #include "workloads/tpcc/new_order_lines.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,14 +12,19 @@ namespace {
 
 namespace tp = pb::tpcc;
 
-// a with lines in the packed encoding (packed) or as sub-messages.
-tp::NewOrderArgs Args(const std::vector<OrderLine>& lines, bool packed) {
+enum class Enc { kWords, kArrays, kNested };
+constexpr Enc kAll[] = {Enc::kWords, Enc::kArrays, Enc::kNested};
+
+// a with its lines in encoding e.
+tp::NewOrderArgs Args(const std::vector<OrderLine>& lines, Enc e) {
   tp::NewOrderArgs a;
   a.set_w_id(1);
   a.set_d_id(1);
   a.set_c_id(1);
   for (const OrderLine& l : lines) {
-    if (packed) {
+    if (e == Enc::kWords) {
+      a.add_line_words(OrderLineWord(l));
+    } else if (e == Enc::kArrays) {
       a.add_i_ids(l.i_id);
       a.add_supply_w_ids(l.supply_w_id);
       a.add_quantities(l.quantity);
@@ -42,54 +48,80 @@ std::string Error(const tp::NewOrderArgs& a) {
   return std::string(s.message());
 }
 
-TEST(NewOrderLines, BothEncodingsDecodeToTheSameLines) {
-  const std::vector<OrderLine> want = {{7, 1, 5}, {99999, 2, 10}, {7, 1, 1}, {100001, kMaxWarehouses, 3}};
-  for (bool packed : {true, false}) {
+TEST(NewOrderLines, AllEncodingsDecodeToTheSameLines) {
+  const std::vector<OrderLine> want = {
+      {7, 1, 5}, {99999, 2, 10}, {7, 1, 1}, {100001, kMaxWarehouses, 3}, {UINT32_MAX, 1, 1}, {0, 1, 1}};
+  for (Enc e : kAll) {
     std::array<OrderLine, kMaxOrderLines> lines;
     int n = 0;
-    ASSERT_TRUE(DecodeOrderLines(Args(want, packed), &lines, &n).ok()) << packed;
+    ASSERT_TRUE(DecodeOrderLines(Args(want, e), &lines, &n).ok()) << static_cast<int>(e);
     ASSERT_EQ(n, static_cast<int>(want.size()));
     for (int i = 0; i < n; ++i) {
-      EXPECT_EQ(lines[i].i_id, want[i].i_id) << packed << " line " << i;
-      EXPECT_EQ(lines[i].supply_w_id, want[i].supply_w_id) << packed << " line " << i;
-      EXPECT_EQ(lines[i].quantity, want[i].quantity) << packed << " line " << i;
+      EXPECT_EQ(lines[i].i_id, want[i].i_id) << static_cast<int>(e) << " line " << i;
+      EXPECT_EQ(lines[i].supply_w_id, want[i].supply_w_id) << static_cast<int>(e) << " line " << i;
+      EXPECT_EQ(lines[i].quantity, want[i].quantity) << static_cast<int>(e) << " line " << i;
     }
   }
 }
 
-TEST(NewOrderLines, TheLineCountIsOneToFifteenInBothEncodings) {
-  for (bool packed : {true, false}) {
-    EXPECT_EQ(Error(Args({}, packed)), "New-Order with 0 lines") << packed;
-    EXPECT_EQ(Error(Args(std::vector<OrderLine>(16, OrderLine{1, 1, 1}), packed)), "New-Order with 16 lines")
-        << packed;
-    EXPECT_EQ(Error(Args(std::vector<OrderLine>(15, OrderLine{1, 1, 1}), packed)), "") << packed;
-    EXPECT_EQ(Error(Args({{1, 1, 1}}, packed)), "") << packed;
+TEST(NewOrderLines, AWordIsItsThreeFields) {
+  EXPECT_EQ(OrderLineWord({0x12345678, 0xabcd, 0x0009}), 0x0009abcd12345678u);
+  const OrderLine l = OrderLineOfWord(0xfffe'0002'ffff'fff0u);
+  EXPECT_EQ(l.i_id, 0xfffffff0u);
+  EXPECT_EQ(l.supply_w_id, 2u);
+  EXPECT_EQ(l.quantity, 0xfffeu);
+}
+
+TEST(NewOrderLines, TheLineCountIsOneToFifteenInEveryEncoding) {
+  for (Enc e : kAll) {
+    EXPECT_EQ(Error(Args({}, e)), "New-Order with 0 lines") << static_cast<int>(e);
+    EXPECT_EQ(Error(Args(std::vector<OrderLine>(16, OrderLine{1, 1, 1}), e)), "New-Order with 16 lines")
+        << static_cast<int>(e);
+    EXPECT_EQ(Error(Args(std::vector<OrderLine>(15, OrderLine{1, 1, 1}), e)), "") << static_cast<int>(e);
+    EXPECT_EQ(Error(Args({{1, 1, 1}}, e)), "") << static_cast<int>(e);
   }
 }
 
-TEST(NewOrderLines, BadSupplyWarehouseOrQuantityIsRefusedInBothEncodings) {
-  for (bool packed : {true, false}) {
-    EXPECT_EQ(Error(Args({{1, 1, 5}, {2, 0, 5}}, packed)), "bad New-Order line: supply warehouse 0, quantity 5");
-    EXPECT_EQ(Error(Args({{1, kMaxWarehouses + 1, 5}}, packed)),
+TEST(NewOrderLines, BadSupplyWarehouseOrQuantityIsRefusedInEveryEncoding) {
+  for (Enc e : kAll) {
+    EXPECT_EQ(Error(Args({{1, 1, 5}, {2, 0, 5}}, e)), "bad New-Order line: supply warehouse 0, quantity 5");
+    EXPECT_EQ(Error(Args({{1, 1, 0}}, e)), "bad New-Order line: supply warehouse 1, quantity 0");
+    EXPECT_EQ(Error(Args({{1, 1, 11}}, e)), "bad New-Order line: supply warehouse 1, quantity 11");
+    if (e == Enc::kWords) continue;  // 16 bits: a word cannot say more than kMaxWarehouses
+    EXPECT_EQ(Error(Args({{1, kMaxWarehouses + 1, 5}}, e)),
               "bad New-Order line: supply warehouse " + std::to_string(kMaxWarehouses + 1) + ", quantity 5");
-    EXPECT_EQ(Error(Args({{1, 1, 0}}, packed)), "bad New-Order line: supply warehouse 1, quantity 0");
-    EXPECT_EQ(Error(Args({{1, 1, 11}}, packed)), "bad New-Order line: supply warehouse 1, quantity 11");
   }
+  // A word's every bit pattern is some line, judged as any other.
+  tp::NewOrderArgs a = Args({}, Enc::kWords);
+  a.add_line_words(UINT64_MAX);
+  EXPECT_EQ(Error(a), "bad New-Order line: supply warehouse 65535, quantity 65535");
+  a.set_line_words(0, 0);
+  EXPECT_EQ(Error(a), "bad New-Order line: supply warehouse 0, quantity 0");
 }
 
-TEST(NewOrderLines, PackedArraysOfUnequalLengthOrBothEncodingsAreRefused) {
-  tp::NewOrderArgs a = Args({{1, 1, 5}, {2, 1, 5}}, true);
+TEST(NewOrderLines, PackedArraysOfUnequalLengthOrMixedEncodingsAreRefused) {
+  tp::NewOrderArgs a = Args({{1, 1, 5}, {2, 1, 5}}, Enc::kArrays);
   a.mutable_quantities()->RemoveLast();
   EXPECT_EQ(Error(a), "New-Order with 2 item ids, 2 supply warehouses and 1 quantities");
-  a = Args({{1, 1, 5}, {2, 1, 5}}, true);
+  a = Args({{1, 1, 5}, {2, 1, 5}}, Enc::kArrays);
   a.mutable_supply_w_ids()->Add(1);
   EXPECT_EQ(Error(a), "New-Order with 2 item ids, 3 supply warehouses and 2 quantities");
-  a = Args({{1, 1, 5}}, false);
-  a.add_i_ids(1);  // one stray field of the other encoding is enough
-  EXPECT_EQ(Error(a), "New-Order with its lines in both encodings");
-  a = Args({{1, 1, 5}}, false);
+  a = Args({{1, 1, 5}}, Enc::kArrays);
+  a.clear_i_ids();  // arrays without item ids are still the arrays' encoding
+  EXPECT_EQ(Error(a), "New-Order with 0 item ids, 1 supply warehouses and 1 quantities");
+  // One stray field of another encoding is enough.
+  a = Args({{1, 1, 5}}, Enc::kNested);
+  a.add_i_ids(1);
+  EXPECT_EQ(Error(a), "New-Order with its lines in more than one encoding");
+  a = Args({{1, 1, 5}}, Enc::kNested);
   a.add_quantities(5);
-  EXPECT_EQ(Error(a), "New-Order with its lines in both encodings");
+  EXPECT_EQ(Error(a), "New-Order with its lines in more than one encoding");
+  a = Args({{1, 1, 5}}, Enc::kWords);
+  a.add_supply_w_ids(1);
+  EXPECT_EQ(Error(a), "New-Order with its lines in more than one encoding");
+  a = Args({{1, 1, 5}}, Enc::kWords);
+  a.add_lines()->set_i_id(1);
+  EXPECT_EQ(Error(a), "New-Order with its lines in more than one encoding");
 }
 
 }  // namespace

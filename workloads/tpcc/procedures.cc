@@ -165,10 +165,9 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   tp::NewOrderArgs& a = *google::protobuf::Arena::CreateMessage<tp::NewOrderArgs>(&arena);
   // Room for the most lines first: parsing a packed array grows it one
   // doubling at a time otherwise (capacity 4, 8, 16: up to three
-  // allocations for each of the 3 arrays).
-  a.mutable_i_ids()->Reserve(kMaxOrderLines);
-  a.mutable_supply_w_ids()->Reserve(kMaxOrderLines);
-  a.mutable_quantities()->Reserve(kMaxOrderLines);
+  // allocations). Only the generator's encoding: the older two are read for
+  // old clients and logs, where their extra allocations do not matter.
+  a.mutable_line_words()->Reserve(kMaxOrderLines);
   absl::Status s = ParseArgs(ctx, &a);
   if (!s.ok()) return s;
   const uint32_t w = a.w_id(), d = a.d_id(), c = a.c_id();

@@ -274,8 +274,8 @@ TEST(ProceduresWithGenerator, GeneratedTxnsCommitExceptRollbacks) {
     if (req.kind == TxnKind::kNewOrder) {
       tp::NewOrderArgs a;
       ASSERT_TRUE(a.ParseFromString(txn.args()));
-      ASSERT_GT(a.i_ids_size(), 0);  // the generator's packed encoding
-      if (a.i_ids(a.i_ids_size() - 1) == scale.items + 1) {
+      ASSERT_GT(a.line_words_size(), 0);  // the generator's encoding
+      if (OrderLineOfWord(a.line_words(a.line_words_size() - 1)).i_id == scale.items + 1) {
         EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
         EXPECT_TRUE(StartsWith(r.error(), kRollback)) << r.error();
         ++rollbacks;

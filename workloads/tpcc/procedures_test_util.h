@@ -19,6 +19,7 @@
 
 #include "glog/logging.h"
 #include "absl/strings/str_cat.h"
+#include "workloads/tpcc/new_order_lines.h"
 #include "workloads/tpcc/procedures.h"
 #include "workloads/tpcc/schema.h"
 #include "proto/tpcc.pb.h"
@@ -182,10 +183,13 @@ struct Line {
   uint32_t i, supply_w, qty;
 };
 
-// packed: the lines as the generator writes them (three packed arrays);
-// false: as OrderLineInput sub-messages (the first encoding, still read).
+// How NewOrderTxn encodes the lines (proto/tpcc.proto): one word per line
+// (what the generator writes), three packed arrays, or OrderLineInput
+// sub-messages (the older two, still read).
+enum class LineEncoding { kWords, kArrays, kNested };
+
 inline pb::Txn NewOrderTxn(TinyDb* db, uint32_t w, uint32_t d, uint32_t c, const std::vector<Line>& lines,
-                           std::vector<Key> skip = {}, bool packed = true) {
+                           std::vector<Key> skip = {}, LineEncoding encoding = LineEncoding::kWords) {
   tp::NewOrderArgs a;
   a.set_w_id(w);
   a.set_d_id(d);
@@ -193,7 +197,9 @@ inline pb::Txn NewOrderTxn(TinyDb* db, uint32_t w, uint32_t d, uint32_t c, const
   std::vector<Key> reads = {WarehouseKey(w), DistrictKey(w, d), CustomerKey(w, d, c), DistrictNextKey(w, d)};
   std::vector<Key> writes = {DistrictNextKey(w, d)};
   for (const Line& l : lines) {
-    if (packed) {
+    if (encoding == LineEncoding::kWords) {
+      a.add_line_words(OrderLineWord(OrderLine{l.i, l.supply_w, l.qty}));
+    } else if (encoding == LineEncoding::kArrays) {
       a.add_i_ids(l.i);
       a.add_supply_w_ids(l.supply_w);
       a.add_quantities(l.qty);
