@@ -366,6 +366,14 @@ void TxnExecutor::AcquireIntents(const PartitionTxn* st, IntentAgent* agent) con
   });
 }
 
+void TxnExecutor::PrefetchBuckets(const PartitionTxn* st) const {
+  for (Key k : st->local_reads) store_->Prefetch(k);
+}
+
+void TxnExecutor::PrefetchRecords(const PartitionTxn* st) const {
+  for (Key k : st->local_reads) store_->PrefetchRecord(k);
+}
+
 void TxnExecutor::ReadLocal(PartitionTxn* st) const {
   // Overlap the cache misses of all keys: buckets first, then records.
   for (Key k : st->local_reads) store_->Prefetch(k);

@@ -205,6 +205,14 @@ class TxnExecutor {
   // before the writes are applied. The agent's fast path touches only its
   // own memory; the worker ends the step with IntentAgent::EndTxn.
   void AcquireIntents(const PartitionTxn* st, IntentAgent* agent) const;
+  // Cache hints for a txn this worker will run soon, so that its lookups'
+  // misses overlap the txns before it: PrefetchBuckets starts loading the
+  // index buckets of st's local reads, PrefetchRecords (later: it reads
+  // those buckets) their first records. Nothing else: no state changes, no
+  // locks; the hinted memory may be stale by the time st runs (it only
+  // costs the hint). REQUIRES: the caller is an epoch participant, online.
+  void PrefetchBuckets(const PartitionTxn* st) const;
+  void PrefetchRecords(const PartitionTxn* st) const;
   void ReadLocal(PartitionTxn* st) const;
   void SendReads(PartitionTxn* st) const;
   // Copies msg's reads onto st's arena (msg stays the caller's).

@@ -249,8 +249,13 @@ void Scheduler::WorkerThread() {
       epoch.Online();
       if (popped == 0) continue;
     }
+    // The batch's lookups, pipelined across its txns (docs/ENGINE.md,
+    // "Prefetching"): the buckets of all of them now, the first records of
+    // the next txn while this one runs.
+    for (const PartitionTxn* st : items) exec_.PrefetchBuckets(st);
     for (size_t i = 0; i < items.size(); ++i) {
       PartitionTxn* st = items[i];
+      if (i + 1 < items.size()) exec_.PrefetchRecords(items[i + 1]);
       const bool finished = Process(st, intents.get());
       intents->EndTxn();
       epoch.Quiescent();
@@ -286,6 +291,7 @@ void Scheduler::WorkerThread() {
       // Run the first txn that became ready here, next (its predecessor's
       // writes are in this core's cache); the others go to the queue.
       items.insert(items.begin() + static_cast<std::ptrdiff_t>(i) + 1, static_cast<PartitionTxn*>(ready[0]->user));
+      exec_.PrefetchBuckets(items[i + 1]);
       for (size_t j = 1; j < ready.size(); ++j) to_queue.push_back(static_cast<PartitionTxn*>(ready[j]->user));
       ready.clear();
       ready_q_.PushBatch(&to_queue);
