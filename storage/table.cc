@@ -46,10 +46,18 @@ const TableOptions& CheckedOptions(const TableOptions& options) {
   return options;
 }
 
-// The records the hash index is sized for: none beyond the minimum for an
+// Buckets (before rounding up to a power of two) of a new index for
+// `records` records: Table::kBucketsPerExpectedRecord each, at least
+// kMinBuckets, at most kMaxBuckets.
+uint64_t BucketsFor(uint64_t records) {
+  if (records >= Table::kMaxBuckets / Table::kBucketsPerExpectedRecord) return Table::kMaxBuckets;
+  return std::max(records * Table::kBucketsPerExpectedRecord, kMinBuckets);
+}
+
+// The buckets the hash index is sized for: none beyond the minimum for an
 // ordered table, whose records the B+tree indexes.
 uint64_t HashSizing(const TableOptions& options) {
-  return options.ordered ? kMinBuckets : std::max(options.expected_records, kMinBuckets);
+  return options.ordered ? kMinBuckets : BucketsFor(options.expected_records);
 }
 
 }  // namespace
@@ -530,7 +538,7 @@ uint64_t Table::Clear() {
   // after this (a reader standing on one from before the caller's X lock
   // was granted cannot exist), but reclamation frees them, as it does
   // erased records, only once every participant passed a quiescent point.
-  auto fresh = std::make_unique<Index>(std::bit_ceil(std::max(options_.expected_records, kMinBuckets)));
+  auto fresh = std::make_unique<Index>(std::bit_ceil(HashSizing(options_)));
   Index* ix = fresh.get();
   {
     std::lock_guard<std::mutex> l(owned_mu_);
@@ -547,7 +555,7 @@ uint64_t Table::Clear() {
 
 void Table::Reserve(uint64_t records) {
   if (tree_ != nullptr) return;  // a tree grows by splits: nothing to size
-  const uint64_t need = std::min(kMaxBuckets, std::bit_ceil(std::max(records / kGrowLoad, kMinBuckets)));
+  const uint64_t need = std::bit_ceil(BucketsFor(records));
   const Index* cur = current_.load(std::memory_order_acquire);
   if (need <= cur->mask + 1 && migration_.load(std::memory_order_acquire) == nullptr) return;
   auto to = std::make_unique<Index>(std::max<uint64_t>(need, cur->mask + 1));

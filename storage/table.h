@@ -109,8 +109,9 @@ struct TableOptions {
   std::string name;
   // Bytes of every record's value, <= Table::kMaxValueSize.
   uint32_t value_size = 0;
-  // Sizes the hash index (buckets) and the first slab of records; the table
-  // grows past it. <= Table::kMaxExpectedRecords.
+  // Sizes the hash index (Table::kBucketsPerExpectedRecord buckets per
+  // record) and the first slab of records; the table grows past it.
+  // <= Table::kMaxExpectedRecords.
   uint64_t expected_records = 0;
   // Whether the hash index doubles online when records pass kGrowLoad per
   // bucket. false keeps the first bucket count (long chains; for tests).
@@ -203,6 +204,14 @@ class Table {
   // kMaxBuckets buckets (bucket numbers must leave the filter's 6 top hash
   // bits alone).
   static constexpr uint64_t kGrowLoad = 1;
+  // Buckets per record of a new index (the first one, of expected_records;
+  // Clear's; Reserve's): short chains while the table is within its size.
+  // A lookup that finds its key walks on average 1 + load/2 records, each
+  // a likely cache miss that the prefetch of the bucket's first record
+  // does not cover: at 2 (load <= 0.5) TPC-C's lookups stalled about half
+  // as long as at 1 (docs/STORAGE.md, "Bucket sizing"), for 16 more bytes
+  // of index per expected record.
+  static constexpr uint64_t kBucketsPerExpectedRecord = 2;
   static constexpr uint64_t kMaxBuckets = uint64_t{1} << 32;
   // Old buckets every Insert and Erase migrates while the index grows: a
   // migration ends after (old buckets / kMigratePerWrite) writes, well
@@ -323,8 +332,8 @@ class Table {
   // starts again from an empty root leaf. REQUIRES: exclusive use of the
   // table.
   uint64_t Clear();
-  // Grows the index at once to hold `records` records (kGrowLoad per
-  // bucket): one rehash instead of doublings migrated a few buckets per
+  // Grows the index at once to hold `records` records (as a new table of
+  // that many expected records would be sized): one rehash instead of doublings migrated a few buckets per
   // write; a migration under way ends here. A bulk load calls it first.
   // No-op if the index is large enough, and for an ordered table (a tree
   // grows by splits). REQUIRES: exclusive use of the table.

@@ -24,7 +24,7 @@ uint64_t Load64(const Record* r) {
 void Store64(Record* r, uint64_t v) { std::memcpy(r->value(), &v, 8); }
 
 TEST(StorageTableGrowth, DoublesAndKeepsEveryRecord) {
-  Table t({.id = kT, .name = "grow", .value_size = 8, .expected_records = 16});
+  Table t({.id = kT, .name = "grow", .value_size = 8, .expected_records = 16 / Table::kBucketsPerExpectedRecord});
   ASSERT_EQ(t.bucket_count(), 16u);
   constexpr uint64_t kN = 100000;
   for (uint64_t i = 0; i < kN; ++i) {

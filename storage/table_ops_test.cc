@@ -39,12 +39,14 @@ uint64_t FillUntilMigrating(Table* t) {
 
 TEST(StorageTableOps, ClearRemovesEveryRecordAndRetiresThem) {
   Table t({.id = kT, .name = "c", .value_size = 8, .expected_records = 16});
+  const uint64_t first = t.bucket_count();
+  EXPECT_EQ(first, 16 * Table::kBucketsPerExpectedRecord);
   const uint64_t n = FillUntilMigrating(&t);
   ASSERT_TRUE(t.migrating());
   EXPECT_EQ(t.Clear(), n);
   EXPECT_EQ(t.size(), 0u);
   EXPECT_FALSE(t.migrating());
-  EXPECT_EQ(t.bucket_count(), 16u);  // back to the first size
+  EXPECT_EQ(t.bucket_count(), first);  // back to the first size
   for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(t.Get(MakeKey(kT, i)), nullptr) << i;
   uint64_t visited = 0;
   t.ForEachInKeyOrder([&](const Record&) { ++visited; });

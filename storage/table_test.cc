@@ -89,7 +89,7 @@ TEST(StorageTable, ChainsInTinyTable) {
 // sparse: after erases and re-inserts every present key is still found and
 // every absent one is not.
 TEST(StorageTable, KeyFilterFollowsErasesAndReinserts) {
-  Table t({.id = kT, .name = "filter", .value_size = 8, .expected_records = 64});
+  Table t({.id = kT, .name = "filter", .value_size = 8, .expected_records = 64 / Table::kBucketsPerExpectedRecord});
   ASSERT_EQ(t.bucket_count(), 64u);
   std::vector<bool> present(128, false);
   auto check = [&] {
@@ -237,7 +237,7 @@ TEST(StorageTable, ConcurrentInsertsAndGetsOnDisjointKeys) {
   constexpr int kWriters = 4;
   constexpr int kReaders = 2;
   constexpr uint64_t kPerWriter = 5000;
-  Table t({.id = kT, .name = "shared", .value_size = 16, .expected_records = 16});
+  Table t({.id = kT, .name = "shared", .value_size = 16, .expected_records = 16 / Table::kBucketsPerExpectedRecord});
   ASSERT_EQ(t.bucket_count(), 16u);
   std::atomic<int> writers_left{kWriters};
   std::atomic<uint64_t> found{0};
