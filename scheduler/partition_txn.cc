@@ -334,6 +334,7 @@ void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<con
   st->writes.clear();
   st->arena.Reset();
   st->indexed = false;
+  st->prefetched = false;
   st->write_filter = 0;
   st->table_op = txn->has_table_op();
   st->lt.id = txn->id();
@@ -370,14 +371,18 @@ void TxnExecutor::PrefetchBuckets(const PartitionTxn* st) const {
   for (Key k : st->local_reads) store_->Prefetch(k);
 }
 
-void TxnExecutor::PrefetchRecords(const PartitionTxn* st) const {
+void TxnExecutor::PrefetchRecords(PartitionTxn* st) const {
   for (Key k : st->local_reads) store_->PrefetchRecord(k);
+  st->prefetched = true;
 }
 
 void TxnExecutor::ReadLocal(PartitionTxn* st) const {
-  // Overlap the cache misses of all keys: buckets first, then records.
-  for (Key k : st->local_reads) store_->Prefetch(k);
-  for (Key k : st->local_reads) store_->PrefetchRecord(k);
+  // Overlap the cache misses of all keys: buckets first, then records
+  // (unless the worker's pipeline did, PrefetchRecords).
+  if (!st->prefetched) {
+    for (Key k : st->local_reads) store_->Prefetch(k);
+    for (Key k : st->local_reads) store_->PrefetchRecord(k);
+  }
   for (Key k : st->local_reads) {
     Record* r = store_->Get(k);
     if (r == nullptr) {

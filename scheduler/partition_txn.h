@@ -158,6 +158,8 @@ struct PartitionTxn {
   // Large txns only (see kIndexAbove): reads sorted by key, declared write
   // keys sorted, and buffered writes by key, so Read/Write stay O(log n).
   bool indexed = false;
+  // PrefetchRecords ran for this step: ReadLocal does not hint again.
+  bool prefetched = false;
   std::pmr::vector<Key> declared_writes;
   WriteIndex write_index;
 
@@ -209,10 +211,12 @@ class TxnExecutor {
   // misses overlap the txns before it: PrefetchBuckets starts loading the
   // index buckets of st's local reads, PrefetchRecords (later: it reads
   // those buckets) their first records. Nothing else: no state changes, no
-  // locks; the hinted memory may be stale by the time st runs (it only
-  // costs the hint). REQUIRES: the caller is an epoch participant, online.
+  // locks (PrefetchRecords marks st prefetched, so that ReadLocal does not
+  // hint the same lines again); the hinted memory may be stale by the time
+  // st runs (it only costs the hint). REQUIRES: the caller is an epoch
+  // participant, online, and the only user of st.
   void PrefetchBuckets(const PartitionTxn* st) const;
-  void PrefetchRecords(const PartitionTxn* st) const;
+  void PrefetchRecords(PartitionTxn* st) const;
   void ReadLocal(PartitionTxn* st) const;
   void SendReads(PartitionTxn* st) const;
   // Copies msg's reads onto st's arena (msg stays the caller's).

@@ -251,8 +251,10 @@ void Scheduler::WorkerThread() {
     }
     // The batch's lookups, pipelined across its txns (docs/ENGINE.md,
     // "Prefetching"): the buckets of all of them now, the first records of
-    // the next txn while this one runs.
+    // the next txn while this one runs. (A successor run next, inserted
+    // below, has no time to gain: its ReadLocal hints its own lines.)
     for (const PartitionTxn* st : items) exec_.PrefetchBuckets(st);
+    if (!items.empty()) exec_.PrefetchRecords(items[0]);
     for (size_t i = 0; i < items.size(); ++i) {
       PartitionTxn* st = items[i];
       if (i + 1 < items.size()) exec_.PrefetchRecords(items[i + 1]);
@@ -291,7 +293,6 @@ void Scheduler::WorkerThread() {
       // Run the first txn that became ready here, next (its predecessor's
       // writes are in this core's cache); the others go to the queue.
       items.insert(items.begin() + static_cast<std::ptrdiff_t>(i) + 1, static_cast<PartitionTxn*>(ready[0]->user));
-      exec_.PrefetchBuckets(items[i + 1]);
       for (size_t j = 1; j < ready.size(); ++j) to_queue.push_back(static_cast<PartitionTxn*>(ready[j]->user));
       ready.clear();
       ready_q_.PushBatch(&to_queue);
