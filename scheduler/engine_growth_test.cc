@@ -26,7 +26,10 @@ constexpr uint64_t kFirstBuckets = 16;
 // The counter table with a 16-bucket index and rows [0, kLoadedRows * n).
 absl::Status LoadTinyCounterTable(PartitionStore* store, const Partitioner& parts, PartitionId p) {
   absl::StatusOr<Table*> t = store->CreateTable(
-      {.id = kCounterTable, .name = "counter", .value_size = 8, .expected_records = kFirstBuckets});
+      {.id = kCounterTable,
+       .name = "counter",
+       .value_size = 8,
+       .expected_records = kFirstBuckets / Table::kBucketsPerExpectedRecord});
   if (!t.ok()) return t.status();
   for (uint64_t r = 0; r < kLoadedRows * parts.num_partitions(); ++r) {
     const Key k = MakeKey(kCounterTable, r);

@@ -368,10 +368,12 @@ void TxnExecutor::AcquireIntents(const PartitionTxn* st, IntentAgent* agent) con
 }
 
 void TxnExecutor::PrefetchBuckets(const PartitionTxn* st) const {
+  if (st->resumed || st->table_op) return;  // no ReadLocal ahead
   for (Key k : st->local_reads) store_->Prefetch(k);
 }
 
 void TxnExecutor::PrefetchRecords(PartitionTxn* st) const {
+  if (st->resumed || st->table_op) return;
   for (Key k : st->local_reads) store_->PrefetchRecord(k);
   st->prefetched = true;
 }

@@ -193,7 +193,8 @@ class TxnExecutor {
   // remote reads to expect) and readies st->lt for LockManager::Lock.
   void Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<const void> owner) const;
 
-  // Worker side, in this order: AcquireIntents; ReadLocal; SendReads if
+  // Worker side, in this order: (optionally, as cache hints, PrefetchBuckets
+  // and then PrefetchRecords, see below); AcquireIntents; ReadLocal; SendReads if
   // st->reader; then a passive participant (!st->executor) is done, an
   // executor runs Execute once !MissingRemoteReads() (AcquireIntents again
   // first if that is a later step, e.g. resumed after parking). A table
@@ -210,10 +211,11 @@ class TxnExecutor {
   // Cache hints for a txn this worker will run soon, so that its lookups'
   // misses overlap the txns before it: PrefetchBuckets starts loading the
   // index buckets of st's local reads, PrefetchRecords (later: it reads
-  // those buckets) their first records. Nothing else: no state changes, no
-  // locks (PrefetchRecords marks st prefetched, so that ReadLocal does not
-  // hint the same lines again); the hinted memory may be stale by the time
-  // st runs (it only costs the hint). REQUIRES: the caller is an epoch
+  // those buckets) their first records. No store or lock state changes
+  // (PrefetchRecords marks st prefetched, so that ReadLocal does not hint
+  // the same lines again); the hinted memory may be stale by the time st
+  // runs (it only costs the hint). Both do nothing for a resumed txn (its
+  // ReadLocal ran) or a table operation. REQUIRES: the caller is an epoch
   // participant, online, and the only user of st.
   void PrefetchBuckets(const PartitionTxn* st) const;
   void PrefetchRecords(PartitionTxn* st) const;

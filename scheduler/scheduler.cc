@@ -257,7 +257,7 @@ void Scheduler::WorkerThread() {
     if (!items.empty()) exec_.PrefetchRecords(items[0]);
     for (size_t i = 0; i < items.size(); ++i) {
       PartitionTxn* st = items[i];
-      if (i + 1 < items.size()) exec_.PrefetchRecords(items[i + 1]);
+      if (i + 1 < items.size() && !items[i + 1]->prefetched) exec_.PrefetchRecords(items[i + 1]);
       const bool finished = Process(st, intents.get());
       intents->EndTxn();
       epoch.Quiescent();

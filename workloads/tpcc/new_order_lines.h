@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "glog/logging.h"
 #include "workloads/tpcc/schema.h"
 #include "proto/tpcc.pb.h"
 
@@ -27,6 +28,8 @@ static_assert(kMaxWarehouses < (1u << 16), "a supply warehouse fits in 16 bits o
 // supply_w_id in 32-47, quantity in 48-63.
 // REQUIRES: supply_w_id and quantity < 2^16 (a valid line's are).
 inline uint64_t OrderLineWord(const OrderLine& l) {
+  DCHECK_LT(l.supply_w_id, 1u << 16);
+  DCHECK_LT(l.quantity, 1u << 16);
   return uint64_t{l.i_id} | uint64_t{l.supply_w_id} << 32 | uint64_t{l.quantity} << 48;
 }
 // The line of a word; every word is some line (DecodeOrderLines judges it).

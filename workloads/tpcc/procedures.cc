@@ -163,11 +163,9 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   arena_options.initial_block_size = sizeof(block);
   google::protobuf::Arena arena(arena_options);
   tp::NewOrderArgs& a = *google::protobuf::Arena::CreateMessage<tp::NewOrderArgs>(&arena);
-  // Room for the most lines first: parsing a packed array grows it one
-  // doubling at a time otherwise (capacity 4, 8, 16: up to three
-  // allocations). Only the generator's encoding: the older two are read for
-  // old clients and logs, where their extra allocations do not matter.
-  a.mutable_line_words()->Reserve(kMaxOrderLines);
+  // (No Reserve: a packed fixed64 array is parsed with one allocation of
+  // its exact length. The older varint encodings grow theirs by doublings,
+  // a cost only old clients and logs pay.)
   absl::Status s = ParseArgs(ctx, &a);
   if (!s.ok()) return s;
   const uint32_t w = a.w_id(), d = a.d_id(), c = a.c_id();

@@ -1,6 +1,6 @@
 // The New-Order, Payment and Order-Status procedures against TinyDb
 // (procedures_test_util.h): New-Order's stock rule, amounts and totals,
-// both encodings of its lines; Payment's balances and HISTORY; Order-Status;
+// all three encodings of its lines; Payment's balances and HISTORY; Order-Status;
 // and the deterministic aborts that leave no trace (rollback, undeclared
 // keys, malformed lines, bad arguments).
 #include "workloads/tpcc/procedures.h"
@@ -243,7 +243,7 @@ TEST_F(ProceduresTest, NewOrderRefusesMalformedLines) {
   pb::TxnResult r = db_.Run(t);
   EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
   EXPECT_NE(r.error().find("2 item ids, 2 supply warehouses and 1 quantities"), std::string::npos) << r.error();
-  // Both encodings at once.
+  // Two encodings at once.
   t = NewOrderTxn(&db_, 1, 1, 1, {{1, 1, 5}});
   ASSERT_TRUE(a.ParseFromString(t.args()));
   auto* in = a.add_lines();
