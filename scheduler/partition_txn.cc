@@ -382,8 +382,8 @@ void TxnExecutor::ReadLocal(PartitionTxn* st) const {
   // Overlap the cache misses of all keys: buckets first, then records
   // (unless the worker's pipeline did, PrefetchRecords).
   if (!st->prefetched) {
-    for (Key k : st->local_reads) store_->Prefetch(k);
-    for (Key k : st->local_reads) store_->PrefetchRecord(k);
+    PrefetchBuckets(st);
+    PrefetchRecords(st);
   }
   for (Key k : st->local_reads) {
     Record* r = store_->Get(k);
