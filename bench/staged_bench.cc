@@ -76,7 +76,7 @@ void RunThread(const StagedBenchOptions& o, uint64_t seed, std::atomic<uint32_t>
     }
     exec.Init(st, &t, nullptr);  // the lock side
     for (Key k : st->local_reads)  // the worker: ReadLocal, then the procedure's writes
-      st->reads.push_back({k, true, o.value_bytes, record.data()});
+      st->reads.push_back({.key = k, .found = true, .size = o.value_bytes, .data = record.data()});
     for (Key k : st->local_writes) {
       char* v = st->arena.Allocate(o.value_bytes);
       std::memcpy(v, record.data(), o.value_bytes);

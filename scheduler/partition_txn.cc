@@ -114,6 +114,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   absl::StatusOr<std::string_view> Read(Key key) override {
     if (const PartitionTxn::Value* v = FindRead(key)) {
       if (!v->found) return absl::NotFoundError(absl::StrCat("no record with key ", key));
+      MutableRead(v)->viewed = true;
       return v->view();
     }
     if (Covered(key, /*for_write=*/false)) {
@@ -182,17 +183,42 @@ class TxnExecutor::ExecContext final : public TxnContext {
       // record in place until release.
       record = store_->Get(key);
     }
-    absl::Status s = CheckWrite(key);
+    // CheckWrite, declared keys first (an Update's usually are).
+    const bool declared = DeclaredWrite(key);
+    absl::Status s = declared ? absl::OkStatus() : CheckWrite(key);
     if (s.ok() && scan_depth_ > 0) s = WriteInScan();  // the first error stands
     if (s.ok()) s = CheckWriteTarget(store_->GetTable(KeyTable(key)), key, &value);
     if (!s.ok()) return s;
     if (record == nullptr) store_->Prefetch(key);  // its bucket, for the apply (as Write)
     BufferedWrite& w = NewWrite(key);
-    w.value = st_->arena.Allocate(value.size());
     w.size = static_cast<uint32_t>(value.size());
-    std::memcpy(w.value, value.data(), value.size());
     w.record = record;
+    // (A Scan's views need no such care: it visits covered keys only, and
+    // a covered key is never declared, Engine::Validate.)
+    if (declared && v != nullptr && record != nullptr && !v->viewed) {
+      // In place (see PartitionTxn::BufferedWrite): the stored value moves
+      // to a copy, which the txn's read of the key now views (Read of a
+      // declared key sees the stored value) and Rollback puts back.
+      char* undo = st_->arena.Allocate(value.size());
+      std::memcpy(undo, value.data(), value.size());
+      MutableRead(v)->data = undo;
+      w.value = record->value();
+    } else {
+      w.value = st_->arena.Allocate(value.size());
+      std::memcpy(w.value, value.data(), value.size());
+    }
     return absl::Span<char>(w.value, w.size);
+  }
+
+  // Puts back the stored values that in-place Updates changed (the
+  // procedure failed: none of its writes may be applied).
+  void Rollback() {
+    for (const BufferedWrite& w : st_->writes) {
+      if (!w.in_place()) continue;
+      const PartitionTxn::Value* v = FindRead(w.key);
+      DCHECK(v != nullptr && v->record == w.record) << "an in-place write of key " << w.key << " has no read";
+      std::memcpy(w.record->value(), v->data, w.size);
+    }
   }
 
   void Prefetch(std::span<const Key> keys) override {
@@ -242,6 +268,10 @@ class TxnExecutor::ExecContext final : public TxnContext {
     for (const PartitionTxn::Value& x : st_->reads)
       if (x.key == key) return &x;
     return nullptr;
+  }
+  // The txn's own read entry behind v (a pointer FindRead gave).
+  PartitionTxn::Value* MutableRead(const PartitionTxn::Value* v) {
+    return &st_->reads[static_cast<size_t>(v - st_->reads.data())];
   }
   bool DeclaredWrite(Key key) const {
     const auto& ws = st_->txn->write_set();
@@ -388,12 +418,12 @@ void TxnExecutor::ReadLocal(PartitionTxn* st) const {
   for (Key k : st->local_reads) {
     Record* r = store_->Get(k);
     if (r == nullptr) {
-      st->reads.push_back({k, false, 0, nullptr});
+      st->reads.push_back({.key = k, .found = false, .size = 0, .data = nullptr});
     } else {
       const Table* t = store_->GetTable(KeyTable(k));
       // The procedure will read the value: start loading all its lines now.
       for (uint32_t off = 0; off < t->value_size(); off += 64) __builtin_prefetch(r->value() + off, 0);
-      st->reads.push_back({k, true, t->value_size(), r->value(), r});
+      st->reads.push_back({.key = k, .found = true, .size = t->value_size(), .data = r->value(), .record = r});
     }
   }
 }
@@ -427,7 +457,8 @@ void TxnExecutor::AddRemote(PartitionTxn* st, const pb::RemoteReads& msg) {
       std::memcpy(p, v.data(), v.size());
       data = p;
     }
-    st->reads.push_back({kv.key(), kv.found(), kv.found() ? static_cast<uint32_t>(v.size()) : 0u, data});
+    st->reads.push_back(
+        {.key = kv.key(), .found = kv.found(), .size = kv.found() ? static_cast<uint32_t>(v.size()) : 0u, .data = data});
   }
   ++st->remote_received;
 }
@@ -450,6 +481,7 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent
     }
     ExecContext ctx(st, store_, procedures_->key_cover(), procedures_->range_cover(), partitioner_, self_, agent);
     s = proc(&ctx, &result);
+    if (!s.ok()) ctx.Rollback();
   }
   if (s.ok() && procedures_->key_cover() != nullptr) {
     // IX on the tables of covered keys written, all before the first write
@@ -487,7 +519,7 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent
     for (const auto& w : st->writes) {
       if (w.record != nullptr && !w.erase) {  // an Update of a record read here: no lookup
         DCHECK_EQ(w.record->key, w.key) << "the record read here changed its key: was it erased and reused?";
-        std::memcpy(w.record->value(), w.value, w.size);
+        if (!w.in_place()) std::memcpy(w.record->value(), w.value, w.size);
         continue;
       }
       if (partitioner_->PartitionOf(w.key) != self_) continue;

@@ -112,15 +112,20 @@ struct PartitionTxn {
   PartitionTxn& operator=(const PartitionTxn&) = delete;
 
   // A read: local ones point into the store (the txn's lock keeps the record
-  // in place and unchanged until release; its own writes are buffered),
+  // in place and unchanged until release but for the txn's own in-place
+  // Updates, which first move the read's view to a copy: BufferedWrite),
   // remote ones into a copy on the txn's `arena`. 32 bytes, no destructor:
   // a txn's reads are made and cleared on every txn.
   struct Value {
     Key key;
     bool found;
+    // The procedure holds a view of it (Read gave one): an Update of the key
+    // then copies it out (BufferedWrite::in_place).
+    bool viewed = false;
     uint32_t size;
     const char* data;  // the value's bytes (never nullptr if found; nullptr if not)
-    // A local read's record (data == record->value()), else nullptr. Its
+    // A local read's record (data == record->value() until an in-place
+    // Update of the key moves data to a copy), else nullptr. Its
     // address holds until release, like `data`: a write through it needs no
     // second lookup (TxnContext::Update).
     Record* record = nullptr;
@@ -140,7 +145,8 @@ struct PartitionTxn {
   std::pmr::vector<Value> reads;                       // local, then remote
   struct BufferedWrite {
     Key key;
-    char* value;  // value_size bytes in `arena`
+    // value_size bytes: in `arena`, or the record's own (in_place()).
+    char* value;
     uint32_t size;
     bool erase;   // a Delete
     // The key's record when the value came from a local read of it
@@ -149,6 +155,16 @@ struct PartitionTxn {
     // in this same entry, so when the final state is a value the record is
     // still the key's. nullptr: the apply finds or inserts the record.
     Record* record = nullptr;
+    // An Update of a declared read and write of a local record changes the
+    // record itself, with no copy out and back: the stored value first
+    // moves to a copy on `arena`, which the txn's read of the key views
+    // from then on (so Read still sees the stored value) and which goes
+    // back into the record if the procedure fails (ExecContext::Rollback).
+    // The txn's lock keeps other txns off the record and its IX intent lock
+    // keeps whole-table operations off the table (AcquireIntents takes it
+    // for every declared write before the procedure runs), so nobody sees
+    // the record between the change and the txn's release.
+    bool in_place() const { return record != nullptr && value == record->value(); }
   };
   std::pmr::vector<BufferedWrite> writes;              // buffered by the procedure
   // One bit per buffered key (WriteBit): a key whose bit is clear has no

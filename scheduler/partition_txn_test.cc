@@ -79,17 +79,37 @@ enum : uint32_t {
   kUpdateThenAbort,       // Update (+1), then an error
   kUpdateEveryWrite,      // +1 on counter 1 of every key of the write set
   kUpdateOnly,            // Update, returning its status
+  kReadThenUpdate,        // Read (the view kept), then Update (+1): the view keeps the stored row
+  kUpdateEveryThenAbort,  // +1 on counter 1 of every key of the write set, then an error
+  kUpdateAddress,         // Update; the result is the address of its bytes
 };
 
 absl::Status Proc(TxnContext* ctx, std::string* result) {
   const pb::Txn& txn = ctx->txn();
   const Key k = txn.write_set(0);
-  if (txn.type() == kUpdateEveryWrite) {
+  if (txn.type() == kUpdateEveryWrite || txn.type() == kUpdateEveryThenAbort) {
     for (Key w : txn.write_set()) {
       absl::StatusOr<absl::Span<char>> v = ctx->Update(w);
       if (!v.ok()) return v.status();
       AddCounter(v->data(), 1, 1);
     }
+    return txn.type() == kUpdateEveryWrite ? absl::OkStatus() : absl::AbortedError("rolled back");
+  }
+  if (txn.type() == kReadThenUpdate) {
+    absl::StatusOr<std::string_view> r = ctx->Read(k);
+    if (!r.ok()) return r.status();
+    const uint64_t before = Counter(r->data(), 0);
+    absl::StatusOr<absl::Span<char>> v = ctx->Update(k);
+    if (!v.ok()) return v.status();
+    AddCounter(v->data(), 0, 1);
+    if (Counter(r->data(), 0) != before) return absl::InternalError("Update changed the bytes of an earlier Read");
+    return absl::OkStatus();
+  }
+  if (txn.type() == kUpdateAddress) {
+    absl::StatusOr<absl::Span<char>> v = ctx->Update(k);
+    if (!v.ok()) return v.status();
+    const uintptr_t a = reinterpret_cast<uintptr_t>(v->data());
+    result->assign(reinterpret_cast<const char*>(&a), sizeof(a));
     return absl::OkStatus();
   }
   if (txn.type() == kDeleteThenUpdate) {
@@ -134,7 +154,7 @@ class UpdateTest : public ::testing::TestWithParam<bool> {
   static constexpr uint64_t kRows = 8;
 
   UpdateTest() : partitioner_(kPartitions) {
-    for (uint32_t type = kUpdateTwice; type <= kUpdateOnly; ++type)
+    for (uint32_t type = kUpdateTwice; type <= kUpdateAddress; ++type)
       CHECK(registry_.Register(type, "p" + std::to_string(type), &Proc).ok());
     for (uint32_t p = 0; p < kPartitions; ++p) {
       stores_.push_back(std::make_unique<PartitionStore>());
@@ -247,6 +267,33 @@ TEST_P(UpdateTest, WriteAndDeleteAfterUpdateWin) {
 
 TEST_P(UpdateTest, AnAbortedUpdateLeavesTheRow) {
   EXPECT_EQ(Exec(kUpdateThenAbort, {K(2)}), pb::STATUS_ABORTED);
+  EXPECT_EQ(CounterOf(K(2), 0), 200u);
+}
+
+TEST_P(UpdateTest, AnAbortAfterUpdatesOfSeveralRowsLeavesThemAll) {
+  const std::vector<Key> keys = {K(2), K(3), K(4), K(5)};  // both partitions
+  EXPECT_EQ(Exec(kUpdateEveryThenAbort, keys), pb::STATUS_ABORTED);
+  for (Key k : keys)
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(CounterOf(k, i), 100 * KeyRow(k) + i) << k << " " << i;
+}
+
+TEST_P(UpdateTest, AReadTakenBeforeAnUpdateKeepsTheStoredRow) {
+  ASSERT_EQ(Exec(kReadThenUpdate, {K(4)}), pb::STATUS_OK);
+  EXPECT_EQ(CounterOf(K(4), 0), 400u + 1);
+  ASSERT_EQ(Exec(kReadThenUpdate, {K(4)}), pb::STATUS_OK);
+  EXPECT_EQ(CounterOf(K(4), 0), 400u + 2);
+}
+
+// The engine changes a local record that the txn declared to read and
+// write in place (PartitionTxn::BufferedWrite::in_place); the oracle
+// buffers every Update.
+TEST_P(UpdateTest, AnUpdateOfADeclaredLocalReadWritesTheRecordItself) {
+  std::string result;
+  ASSERT_EQ(Exec(kUpdateAddress, {K(2)}, {K(2)}, &result), pb::STATUS_OK);
+  ASSERT_EQ(result.size(), sizeof(uintptr_t));
+  uintptr_t a;
+  std::memcpy(&a, result.data(), sizeof(a));
+  if (GetParam()) EXPECT_EQ(a, reinterpret_cast<uintptr_t>(Get(K(2))->value()));
   EXPECT_EQ(CounterOf(K(2), 0), 200u);
 }
 

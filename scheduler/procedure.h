@@ -56,7 +56,10 @@ class TxnContext {
   // them: Read's (InvalidArgument if the key is not readable,
   // FailedPrecondition for a covered key of another partition, NotFound if
   // there is no record or the txn deleted it), then Write's (the key must
-  // be written: declared or covered; not during a Scan's visit).
+  // be written: declared or covered; not during a Scan's visit). (The
+  // engine may hand out the record's own bytes, keeping a copy to read and
+  // to roll back to: nothing a procedure can observe differs; docs/ENGINE.md,
+  // "In-place Update".)
   virtual absl::StatusOr<absl::Span<char>> Update(Key key) = 0;
   // The value of `key` in a replicated, read-only table (loaded on every
   // partition, never written afterwards: e.g. TPC-C's ITEM), from this
