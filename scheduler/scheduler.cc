@@ -252,7 +252,8 @@ void Scheduler::WorkerThread() {
     // The batch's lookups, pipelined across its txns (docs/ENGINE.md,
     // "Prefetching"): the buckets of all of them now, the first records of
     // the next txn while this one runs. (A successor run next, inserted
-    // below, has no time to gain: its ReadLocal hints its own lines.)
+    // below, gets its buckets hinted as its predecessor's release makes it
+    // ready, and its ReadLocal hints its records.)
     for (const PartitionTxn* st : items) exec_.PrefetchBuckets(st);
     if (!items.empty()) exec_.PrefetchRecords(items[0]);
     for (size_t i = 0; i < items.size(); ++i) {
@@ -280,6 +281,9 @@ void Scheduler::WorkerThread() {
       }
       std::shared_ptr<const void> owner = std::move(st->owner);  // may free a batch: after unlocking
       core_.Release(st, &ready);
+      // The successor to run next (below): its buckets start loading now,
+      // while this worker finishes the release.
+      if (!ready.empty()) exec_.PrefetchBuckets(static_cast<const PartitionTxn*>(ready[0]->user));
       // The same Poll as the lock thread's: with the lock thread asleep
       // because admission is blocked, this may be the idle pass (SCA) that
       // unblocks a txn.
