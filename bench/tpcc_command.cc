@@ -65,9 +65,10 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
            static_cast<unsigned long>(kr.p90_us), static_cast<unsigned long>(kr.p99_us));
   }
   if (r.nodes <= 1)
-    printf(",\"digest\":\"%016lx\",\"cpu_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"staged_alloc\":%s",
-           static_cast<unsigned long>(r.digest), r.cpu_us_per_txn, r.worker_us_per_txn,
-           FLAGS_staged_alloc ? "true" : "false");
+    printf(",\"digest\":\"%016lx\",\"cpu_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"kernel_us_per_txn\":%.3f,"
+           "\"page_faults_per_txn\":%.4f,\"staged_alloc\":%s",
+           static_cast<unsigned long>(r.digest), r.cpu_us_per_txn, r.worker_us_per_txn, r.kernel_us_per_txn,
+           r.page_faults_per_txn, FLAGS_staged_alloc ? "true" : "false");
   printf("}\n");
   fflush(stdout);
 }
@@ -102,8 +103,9 @@ void PrintSummary(const TpccRunResult& r) {
            static_cast<unsigned long>(r.window_grows), static_cast<unsigned long>(r.window_grows_undone),
            static_cast<unsigned long>(r.window_shrinks), static_cast<unsigned long>(r.window_shrinks_undone),
            static_cast<unsigned long>(r.window_steps_back_up), static_cast<unsigned long>(r.starved));
-    printf("  process CPU %.2f us per txn, of it workers %.2f us%s\n", r.cpu_us_per_txn, r.worker_us_per_txn,
-           FLAGS_staged_alloc ? " (staged allocation)" : "");
+    printf("  process CPU %.2f us per txn, of it workers %.2f us, kernel %.2f us%s; %.3f page faults per txn\n",
+           r.cpu_us_per_txn, r.worker_us_per_txn, r.kernel_us_per_txn, FLAGS_staged_alloc ? " (staged allocation)" : "",
+           r.page_faults_per_txn);
     printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
   }
   fflush(stdout);

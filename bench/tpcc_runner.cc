@@ -1,5 +1,6 @@
 #include "bench/tpcc_runner.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +34,18 @@ double ProcessCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// The process's kernel CPU seconds and minor page faults so far.
+struct KernelUse {
+  double sys_secs = 0;
+  uint64_t minor_faults = 0;
+};
+KernelUse ProcessKernelUse() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return {static_cast<double>(ru.ru_stime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_stime.tv_usec),
+          static_cast<uint64_t>(ru.ru_minflt)};
 }
 
 uint64_t Ns(Clock::time_point t) {
@@ -365,8 +378,10 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   };
   const uint64_t workers_ns_start = workers_ns();
   const double cpu_start = ProcessCpuSeconds();
+  const KernelUse kernel_start = ProcessKernelUse();
   s = driver.Run(&r);
   const double cpu_secs = ProcessCpuSeconds() - cpu_start;
+  const KernelUse kernel_end = ProcessKernelUse();
   const uint64_t workers_ns_run = workers_ns() - workers_ns_start;
   absl::Status stop = (*engine)->Stop(std::chrono::seconds(60));
   if (!s.ok()) return s;
@@ -375,6 +390,9 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   if (r.committed > 0) {
     r.cpu_us_per_txn = 1e6 * cpu_secs / static_cast<double>(r.committed);
     r.worker_us_per_txn = 1e-3 * static_cast<double>(workers_ns_run) / static_cast<double>(r.committed);
+    r.kernel_us_per_txn = 1e6 * (kernel_end.sys_secs - kernel_start.sys_secs) / static_cast<double>(r.committed);
+    r.page_faults_per_txn =
+        static_cast<double>(kernel_end.minor_faults - kernel_start.minor_faults) / static_cast<double>(r.committed);
   }
   const EngineStats es = (*engine)->stats();
   for (const SchedulerStats& p : es.partitions) {

@@ -94,6 +94,12 @@ struct TpccRunResult {
   // the whole process (client and loader's idle threads included) and of
   // the partitions' workers.
   double cpu_us_per_txn = 0, worker_us_per_txn = 0;
+  // One process only: of cpu_us_per_txn, the kernel's part (getrusage's
+  // system time: page faults, futex waits and wake-ups, yields), and the
+  // minor page faults per committed txn: mostly first touches of the
+  // memory the new rows take, which a VM whose memory the host backs
+  // lazily makes expensive (docs/TPCC.md, "First touches of memory").
+  double kernel_us_per_txn = 0, page_faults_per_txn = 0;
   std::vector<std::shared_ptr<const pb::Batch>> history;  // one process, record_history
   // One process only: each table at the end, summed over partitions
   // (Table::memory_bytes, Table::reclaim_stats; docs/STORAGE.md).

@@ -24,6 +24,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
                                                    ") must hold the largest txn accepted (", largest, " bytes)"));
   if (options.peer_window_us == 0) return absl::InvalidArgumentError("peer_window_us must be positive");
   if (auto kind = ParseIntentLockKind(options.intent_locks); !kind.ok()) return kind.status();
+  // Scans visit covered keys only, which Validate keeps out of the declared
+  // sets; without a key cover it could not (and in-place Updates of
+  // declared keys, docs/ENGINE.md, would change a scan's views).
+  if (procedures->range_cover() != nullptr && procedures->key_cover() == nullptr)
+    return absl::InvalidArgumentError("the procedures have a range cover but no key cover (scheduler/procedure.h)");
   if (options.peers != nullptr) {
     if (options.peers->num_nodes() == 0 || options.peers->num_nodes() > EpochBatcher::kMaxSequencers ||
         options.peers->node_id() >= options.peers->num_nodes())

@@ -504,6 +504,18 @@ TEST(EngineScan, DeclaringACoveredKeyInsteadOfItsCoverIsRefused) {
   }
 }
 
+// Without a key cover, Validate could not keep scanned keys out of the
+// declared sets (docs/ENGINE.md, "In-place Update"): such procedures are
+// refused when the engine is made.
+TEST(EngineScan, ARangeCoverWithoutAKeyCoverIsRefused) {
+  ProcedureRegistry procs;
+  procs.SetRangeCover(&QueueRangeCover);
+  GroupPartitioner parts(1);
+  auto engine = Engine::Create(EngineOptions(), &parts, &procs);
+  EXPECT_TRUE(absl::IsInvalidArgument(engine.status())) << engine.status();
+  EXPECT_NE(engine.status().message().find("no key cover"), std::string::npos) << engine.status();
+}
+
 // A scan takes IS on the partition and on the scanned table, as a covered
 // read does (the txn's declared keys are of the cover table only).
 TEST(EngineScan, AScanTakesIntentLocksOnItsTable) {

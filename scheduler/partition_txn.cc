@@ -193,9 +193,12 @@ class TxnExecutor::ExecContext final : public TxnContext {
     BufferedWrite& w = NewWrite(key);
     w.size = static_cast<uint32_t>(value.size());
     w.record = record;
-    // (A Scan's views need no such care: it visits covered keys only, and
-    // a covered key is never declared, Engine::Validate.)
-    if (declared && v != nullptr && record != nullptr && !v->viewed) {
+    // Not if the procedure holds a view of the stored value (Read's, or
+    // ReadReplicated's: the engine does not know which tables no txn
+    // writes). A Scan's views need no such care: it visits covered keys
+    // only, and a covered key is never declared (Engine::Validate; the
+    // DCHECK in Scan).
+    if (declared && v != nullptr && record != nullptr && !v->viewed && (replicated_views_ & WriteBit(key)) == 0) {
       // In place (see PartitionTxn::BufferedWrite): the stored value moves
       // to a copy, which the txn's read of the key now views (Read of a
       // declared key sees the stored value) and Rollback puts back.
@@ -211,7 +214,9 @@ class TxnExecutor::ExecContext final : public TxnContext {
   }
 
   // Puts back the stored values that in-place Updates changed (the
-  // procedure failed: none of its writes may be applied).
+  // procedure failed: none of its writes may be applied). Procedures do
+  // not throw: an exception out of one ends the process (nothing on the
+  // worker's path catches it), so there is no unwinding to roll back on.
   void Rollback() {
     for (const BufferedWrite& w : st_->writes) {
       if (!w.in_place()) continue;
@@ -227,6 +232,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   }
 
   absl::StatusOr<std::string_view> ReadReplicated(Key key) override {
+    replicated_views_ |= WriteBit(key);  // no in-place Update of it (BufferedWrite::in_place)
     IntentToRead(agent_, key);
     const Record* r = store_->Get(key);
     if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
@@ -251,7 +257,15 @@ class TxnExecutor::ExecContext final : public TxnContext {
     for (const BufferedWrite& w : st_->writes)
       if (w.key >= lo && w.key <= hi) own.push_back(OwnWrite{w.key, std::string_view(w.value, w.size), w.erase});
     ++scan_depth_;  // a depth: a visit may scan again
-    ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
+    // Every visited key is covered by `cover` (the RangeCover's promise), so
+    // none is declared and none is updated in place (see Update).
+    auto checked = [&](Key k, std::string_view value) {
+      DCHECK(cover_ != nullptr && cover_(k) == cover && k != cover)
+          << "scan of [" << lo << ", " << hi << "] visits key " << k << ", which its cover " << cover
+          << " does not cover (the workload's RangeCover and KeyCover disagree)";
+      return visit(k, value);
+    };
+    ScanWithOwnWrites(*table, lo, hi, reverse, &own, checked);
     --scan_depth_;
     return absl::OkStatus();
   }
@@ -333,6 +347,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   mutable bool has_write_cover_ = false;
   mutable Key write_cover_ = 0;
   int scan_depth_ = 0;  // Scans whose visits run now (nested ones too): no Write or Delete
+  uint64_t replicated_views_ = 0;  // WriteBit of every key ReadReplicated gave a view of
 };
 
 void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<const void> owner) const {
@@ -365,6 +380,7 @@ void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<con
   st->arena.Reset();
   st->indexed = false;
   st->prefetched = false;
+  st->buckets_hinted = false;
   st->write_filter = 0;
   st->table_op = txn->has_table_op();
   st->lt.id = txn->id();
@@ -397,9 +413,10 @@ void TxnExecutor::AcquireIntents(const PartitionTxn* st, IntentAgent* agent) con
   });
 }
 
-void TxnExecutor::PrefetchBuckets(const PartitionTxn* st) const {
+void TxnExecutor::PrefetchBuckets(PartitionTxn* st) const {
   if (st->resumed || st->table_op) return;  // no ReadLocal ahead
   for (Key k : st->local_reads) store_->Prefetch(k);
+  st->buckets_hinted = true;
 }
 
 void TxnExecutor::PrefetchRecords(PartitionTxn* st) const {
@@ -412,7 +429,7 @@ void TxnExecutor::ReadLocal(PartitionTxn* st) const {
   // Overlap the cache misses of all keys: buckets first, then records
   // (unless the worker's pipeline did, PrefetchRecords).
   if (!st->prefetched) {
-    PrefetchBuckets(st);
+    if (!st->buckets_hinted) PrefetchBuckets(st);
     PrefetchRecords(st);
   }
   for (Key k : st->local_reads) {

@@ -174,8 +174,10 @@ struct PartitionTxn {
   // Large txns only (see kIndexAbove): reads sorted by key, declared write
   // keys sorted, and buffered writes by key, so Read/Write stay O(log n).
   bool indexed = false;
-  // PrefetchRecords ran for this step: ReadLocal does not hint again.
+  // PrefetchRecords (PrefetchBuckets) ran for this step: ReadLocal does
+  // not hint the records (the buckets) again.
   bool prefetched = false;
+  bool buckets_hinted = false;
   std::pmr::vector<Key> declared_writes;
   WriteIndex write_index;
 
@@ -233,7 +235,7 @@ class TxnExecutor {
   // runs (it only costs the hint). Both do nothing for a resumed txn (its
   // ReadLocal ran) or a table operation. REQUIRES: the caller is an epoch
   // participant, online, and the only user of st.
-  void PrefetchBuckets(const PartitionTxn* st) const;
+  void PrefetchBuckets(PartitionTxn* st) const;
   void PrefetchRecords(PartitionTxn* st) const;
   void ReadLocal(PartitionTxn* st) const;
   void SendReads(PartitionTxn* st) const;

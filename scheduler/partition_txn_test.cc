@@ -82,6 +82,10 @@ enum : uint32_t {
   kReadThenUpdate,        // Read (the view kept), then Update (+1): the view keeps the stored row
   kUpdateEveryThenAbort,  // +1 on counter 1 of every key of the write set, then an error
   kUpdateAddress,         // Update; the result is the address of its bytes
+  kUpdateDeleteAbort,     // Update (+1), Delete, then an error
+  kUpdateWriteAbort,      // Update (+1), Write of 7s, then an error
+  kUpdateDeleteWriteAbort,  // Update (+1), Delete, Write of 7s, then an error
+  kReplicatedThenUpdate,  // ReadReplicated (the view kept), then Update (+1): the view keeps the stored row
 };
 
 absl::Status Proc(TxnContext* ctx, std::string* result) {
@@ -95,8 +99,20 @@ absl::Status Proc(TxnContext* ctx, std::string* result) {
     }
     return txn.type() == kUpdateEveryWrite ? absl::OkStatus() : absl::AbortedError("rolled back");
   }
-  if (txn.type() == kReadThenUpdate) {
-    absl::StatusOr<std::string_view> r = ctx->Read(k);
+  if (txn.type() == kUpdateDeleteAbort || txn.type() == kUpdateWriteAbort || txn.type() == kUpdateDeleteWriteAbort) {
+    absl::StatusOr<absl::Span<char>> v = ctx->Update(k);
+    if (!v.ok()) return v.status();
+    AddCounter(v->data(), 0, 1);
+    if (txn.type() != kUpdateWriteAbort) {
+      if (absl::Status s = ctx->Delete(k); !s.ok()) return s;
+    }
+    if (txn.type() != kUpdateDeleteAbort) {
+      if (absl::Status s = ctx->Write(k, std::string(kRowBytes, '\7')); !s.ok()) return s;
+    }
+    return absl::AbortedError("rolled back");
+  }
+  if (txn.type() == kReadThenUpdate || txn.type() == kReplicatedThenUpdate) {
+    absl::StatusOr<std::string_view> r = txn.type() == kReadThenUpdate ? ctx->Read(k) : ctx->ReadReplicated(k);
     if (!r.ok()) return r.status();
     const uint64_t before = Counter(r->data(), 0);
     absl::StatusOr<absl::Span<char>> v = ctx->Update(k);
@@ -151,10 +167,10 @@ absl::Status Proc(TxnContext* ctx, std::string* result) {
 class UpdateTest : public ::testing::TestWithParam<bool> {
  protected:
   static constexpr uint32_t kPartitions = 2;
-  static constexpr uint64_t kRows = 8;
+  static constexpr uint64_t kRows = 48;  // enough for a txn past kIndexAbove keys
 
   UpdateTest() : partitioner_(kPartitions) {
-    for (uint32_t type = kUpdateTwice; type <= kUpdateAddress; ++type)
+    for (uint32_t type = kUpdateTwice; type <= kReplicatedThenUpdate; ++type)
       CHECK(registry_.Register(type, "p" + std::to_string(type), &Proc).ok());
     for (uint32_t p = 0; p < kPartitions; ++p) {
       stores_.push_back(std::make_unique<PartitionStore>());
@@ -277,11 +293,35 @@ TEST_P(UpdateTest, AnAbortAfterUpdatesOfSeveralRowsLeavesThemAll) {
     for (int i = 0; i < 5; ++i) EXPECT_EQ(CounterOf(k, i), 100 * KeyRow(k) + i) << k << " " << i;
 }
 
+// A txn large enough (38 keys) that its reads and writes are indexed
+// (partition_txn.cc, kIndexAbove = 16).
+TEST_P(UpdateTest, AnAbortOfAnIndexedTxnLeavesEveryRow) {
+  std::vector<Key> keys;
+  for (uint64_t r = 2; r < 40; ++r) keys.push_back(K(r));
+  EXPECT_EQ(Exec(kUpdateEveryThenAbort, keys), pb::STATUS_ABORTED);
+  for (Key k : keys)
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(CounterOf(k, i), 100 * KeyRow(k) + i) << k << " " << i;
+  ASSERT_EQ(Exec(kUpdateEveryWrite, keys), pb::STATUS_OK);
+  for (Key k : keys) EXPECT_EQ(CounterOf(k, 1), 100 * KeyRow(k) + 2) << k;
+}
+
+TEST_P(UpdateTest, AnAbortAfterUpdateThenDeleteOrWriteLeavesTheRow) {
+  for (uint32_t t : {kUpdateDeleteAbort, kUpdateWriteAbort, kUpdateDeleteWriteAbort}) {
+    EXPECT_EQ(Exec(t, {K(2)}), pb::STATUS_ABORTED) << t;
+    ASSERT_NE(Get(K(2)), nullptr) << t;
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(CounterOf(K(2), i), 200u + i) << t << " " << i;
+  }
+}
+
 TEST_P(UpdateTest, AReadTakenBeforeAnUpdateKeepsTheStoredRow) {
   ASSERT_EQ(Exec(kReadThenUpdate, {K(4)}), pb::STATUS_OK);
   EXPECT_EQ(CounterOf(K(4), 0), 400u + 1);
   ASSERT_EQ(Exec(kReadThenUpdate, {K(4)}), pb::STATUS_OK);
   EXPECT_EQ(CounterOf(K(4), 0), 400u + 2);
+  // Also a view from ReadReplicated (of a key no txn should write, but the
+  // engine does not know which tables are replicated).
+  ASSERT_EQ(Exec(kReplicatedThenUpdate, {K(4)}), pb::STATUS_OK);
+  EXPECT_EQ(CounterOf(K(4), 0), 400u + 3);
 }
 
 // The engine changes a local record that the txn declared to read and
@@ -293,7 +333,9 @@ TEST_P(UpdateTest, AnUpdateOfADeclaredLocalReadWritesTheRecordItself) {
   ASSERT_EQ(result.size(), sizeof(uintptr_t));
   uintptr_t a;
   std::memcpy(&a, result.data(), sizeof(a));
-  if (GetParam()) EXPECT_EQ(a, reinterpret_cast<uintptr_t>(Get(K(2))->value()));
+  if (GetParam()) {
+    EXPECT_EQ(a, reinterpret_cast<uintptr_t>(Get(K(2))->value()));
+  }
   EXPECT_EQ(CounterOf(K(2), 0), 200u);
 }
 

@@ -254,7 +254,7 @@ void Scheduler::WorkerThread() {
     // the next txn while this one runs. (A successor run next, inserted
     // below, gets its buckets hinted as its predecessor's release makes it
     // ready, and its ReadLocal hints its records.)
-    for (const PartitionTxn* st : items) exec_.PrefetchBuckets(st);
+    for (PartitionTxn* st : items) exec_.PrefetchBuckets(st);
     if (!items.empty()) exec_.PrefetchRecords(items[0]);
     for (size_t i = 0; i < items.size(); ++i) {
       PartitionTxn* st = items[i];
@@ -281,15 +281,16 @@ void Scheduler::WorkerThread() {
       }
       std::shared_ptr<const void> owner = std::move(st->owner);  // may free a batch: after unlocking
       core_.Release(st, &ready);
-      // The successor to run next (below): its buckets start loading now,
-      // while this worker finishes the release.
-      if (!ready.empty()) exec_.PrefetchBuckets(static_cast<const PartitionTxn*>(ready[0]->user));
       // The same Poll as the lock thread's: with the lock thread asleep
       // because admission is blocked, this may be the idle pass (SCA) that
       // unblocks a txn.
       core_.Poll(&ready);
       const bool wake_lock_thread = core_.AdmissionWorthResuming();
       lm_lock.unlock();
+      // The successor to run next (below): its buckets start loading now,
+      // while this worker finishes the release (outside lm_mu_: ready is
+      // this worker's).
+      if (!ready.empty()) exec_.PrefetchBuckets(static_cast<PartitionTxn*>(ready[0]->user));
       released_.fetch_add(1, std::memory_order_release);
       owner.reset();
       if (wake_lock_thread) lock_notifier_.Notify();
