@@ -294,7 +294,7 @@ TEST_P(UpdateTest, AnAbortAfterUpdatesOfSeveralRowsLeavesThemAll) {
 }
 
 // A txn large enough (38 keys) that its reads and writes are indexed
-// (partition_txn.cc, kIndexAbove = 16).
+// (partition_txn.cc, kIndexAbove = 32).
 TEST_P(UpdateTest, AnAbortOfAnIndexedTxnLeavesEveryRow) {
   std::vector<Key> keys;
   for (uint64_t r = 2; r < 40; ++r) keys.push_back(K(r));
