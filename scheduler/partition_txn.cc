@@ -41,10 +41,8 @@ bool Has(const C& c, PartitionId p) {
 }
 
 // Txns with more keys than this get indexed reads and writes; smaller ones
-// use linear scans, which are faster at that size. (At 16, TPC-C's
-// New-Orders of 13 or more lines were indexed, and building the index,
-// mostly the hash map of buffered writes, cost 2.6% of the instructions of
-// a New-Order + Payment txn: bench/ir_per_txn.sh 30229 -> 29458 at 32.)
+// use linear scans, which are faster at that size (at 16, New-Orders of 13+
+// lines paid 2.6% of a txn's instructions for the index: docs/ENGINE.md).
 constexpr size_t kIndexAbove = 32;
 }  // namespace
 
@@ -260,15 +258,19 @@ class TxnExecutor::ExecContext final : public TxnContext {
     for (const BufferedWrite& w : st_->writes)
       if (w.key >= lo && w.key <= hi) own.push_back(OwnWrite{w.key, std::string_view(w.value, w.size), w.erase});
     ++scan_depth_;  // a depth: a visit may scan again
-    // Every visited key is covered by `cover` (the RangeCover's promise), so
-    // none is declared and none is updated in place (see Update).
-    auto checked = [&](Key k, std::string_view value) {
-      DCHECK(cover_ != nullptr && cover_(k) == cover && k != cover)
-          << "scan of [" << lo << ", " << hi << "] visits key " << k << ", which its cover " << cover
-          << " does not cover (the workload's RangeCover and KeyCover disagree)";
-      return visit(k, value);
-    };
-    ScanWithOwnWrites(*table, lo, hi, reverse, &own, checked);
+    // Every visited key is covered by `cover` (the RangeCover's promise), so none is
+    // declared or updated in place (see Update). Checked in debug builds only.
+    if (DCHECK_IS_ON()) {
+      auto checked = [&](Key k, std::string_view value) {
+        CHECK(cover_ != nullptr && cover_(k) == cover && k != cover)
+            << "scan of [" << lo << ", " << hi << "] visits key " << k << ", which its cover " << cover
+            << " does not cover (the workload's RangeCover and KeyCover disagree)";
+        return visit(k, value);
+      };
+      ScanWithOwnWrites(*table, lo, hi, reverse, &own, checked);
+    } else {
+      ScanWithOwnWrites(*table, lo, hi, reverse, &own, visit);
+    }
     --scan_depth_;
     return absl::OkStatus();
   }
