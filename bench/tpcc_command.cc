@@ -38,6 +38,8 @@ DEFINE_double(remote_line, 0.01, "tpcc: share of New-Order lines supplied by ano
 DEFINE_double(remote_payment, 0.15, "tpcc: share of Payments for a customer of another warehouse");
 DEFINE_uint64(load_seed, 1, "tpcc: seed of the loaded data (in-process)");
 DEFINE_bool(check, true, "tpcc: run the consistency checker after each run");
+DEFINE_bool(elision, true,
+            "tpcc: storage latches elide with RTM where the CPU has it; false: plain spin latches (to compare)");
 
 namespace detdb {
 // --timeseries (bench/detdb_bench_main.cc).
@@ -69,8 +71,33 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
            "\"page_faults_per_txn\":%.4f,\"staged_alloc\":%s",
            static_cast<unsigned long>(r.digest), r.cpu_us_per_txn, r.worker_us_per_txn, r.kernel_us_per_txn,
            r.page_faults_per_txn, FLAGS_staged_alloc ? "true" : "false");
+  if (r.nodes <= 1) {
+    printf(",\"elision\":%s,\"latch_elided\":%lu,\"latch_fallback\":%lu,\"latch_aborts\":{", r.elision ? "true" : "false",
+           static_cast<unsigned long>(r.latches.elided), static_cast<unsigned long>(r.latches.fallback));
+    for (int i = 0; i < ElidedLatch::kNumAbortCauses; ++i)
+      printf("%s\"%s\":%lu", i ? "," : "", ElidedLatch::AbortCauseName(ElidedLatch::AbortCause(i)),
+             static_cast<unsigned long>(r.latches.aborts_by_cause[i]));
+    printf("}");
+  }
   printf("}\n");
   fflush(stdout);
+}
+
+// Storage latches (seed 001): whether they elided, and what it gave.
+void PrintLatches(const TpccRunResult& r) {
+  const ElidedLatch::Stats& l = r.latches;
+  const double txns = r.committed > 0 ? static_cast<double>(r.committed) : 1;
+  if (!r.elision) {
+    printf("  storage latches: not elided (%s)\n", ElidedLatch::ElisionStatus().c_str());
+    return;
+  }
+  const double sections = static_cast<double>(l.elided + l.fallback);
+  printf("  storage latches: elided (RTM), %.2f sections per txn, %.3f%% took the latch; aborts per 1000 sections:",
+         sections / txns, sections > 0 ? 100 * l.fallback / sections : 0.0);
+  for (int i = 0; i < ElidedLatch::kNumAbortCauses; ++i)
+    printf("%s %s %.2f", i ? "," : "", ElidedLatch::AbortCauseName(ElidedLatch::AbortCause(i)),
+           sections > 0 ? 1000 * l.aborts_by_cause[i] / sections : 0.0);
+  printf("\n");
 }
 
 void PrintSummary(const TpccRunResult& r) {
@@ -106,6 +133,7 @@ void PrintSummary(const TpccRunResult& r) {
     printf("  process CPU %.2f us per txn, of it workers %.2f us, kernel %.2f us%s; %.3f page faults per txn\n",
            r.cpu_us_per_txn, r.worker_us_per_txn, r.kernel_us_per_txn, FLAGS_staged_alloc ? " (staged allocation)" : "",
            r.page_faults_per_txn);
+    PrintLatches(r);
     printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
   }
   fflush(stdout);
@@ -114,6 +142,8 @@ void PrintSummary(const TpccRunResult& r) {
 }  // namespace
 
 int TpccCommand() {
+  // Before any latch is used (REQUIRES of SetElisionForTesting).
+  if (!FLAGS_elision) ElidedLatch::SetElisionForTesting(false);
   TpccRunOptions o;
   o.scale = FLAGS_tpcc_small ? Scale::Small(FLAGS_warehouses) : Scale::Spec(FLAGS_warehouses);
   o.load_seed = FLAGS_load_seed;

@@ -379,7 +379,10 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   const uint64_t workers_ns_start = workers_ns();
   const double cpu_start = ProcessCpuSeconds();
   const KernelUse kernel_start = ProcessKernelUse();
+  const ElidedLatch::Stats latches_start = ElidedLatch::GlobalStats();
   s = driver.Run(&r);
+  r.latches = ElidedLatch::GlobalStats() - latches_start;
+  r.elision = ElidedLatch::ElisionEnabled();
   const double cpu_secs = ProcessCpuSeconds() - cpu_start;
   const KernelUse kernel_end = ProcessKernelUse();
   const uint64_t workers_ns_run = workers_ns() - workers_ns_start;

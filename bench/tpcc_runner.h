@@ -27,6 +27,7 @@
 #include "client/curve.h"
 #include "proto/cluster.pb.h"
 #include "proto/detdb.pb.h"
+#include "storage/elided_latch.h"
 
 namespace detdb {
 namespace tpcc {
@@ -100,6 +101,11 @@ struct TpccRunResult {
   // memory the new rows take, which a VM whose memory the host backs
   // lazily makes expensive (docs/TPCC.md, "First touches of memory").
   double kernel_us_per_txn = 0, page_faults_per_txn = 0;
+  // One process only: storage's ElidedLatches over the measured run (every
+  // thread's counters: elided sections, fallbacks, aborts by cause), and
+  // whether Lock() tried elision (RTM found and not turned off).
+  ElidedLatch::Stats latches;
+  bool elision = false;
   std::vector<std::shared_ptr<const pb::Batch>> history;  // one process, record_history
   // One process only: each table at the end, summed over partitions
   // (Table::memory_bytes, Table::reclaim_stats; docs/STORAGE.md).
