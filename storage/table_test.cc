@@ -1,6 +1,7 @@
 #include "storage/table.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <set>
@@ -8,6 +9,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "storage/elided_latch.h"
 
 namespace detdb {
 namespace {
@@ -282,6 +285,7 @@ TEST(StorageTable, ConcurrentInsertsAndGetsOnDisjointKeys) {
 // Writers insert and erase their own keys of shared chains while readers
 // walk those chains; erased records stay readable until ReclaimErased.
 TEST(StorageTable, ConcurrentInsertsErasesAndGets) {
+  const ElidedLatch::Stats before = ElidedLatch::GlobalStats();
   constexpr int kWriters = 4;
   constexpr uint64_t kPerWriter = 10000;
   Table t({.id = kT, .name = "churn", .value_size = 8, .expected_records = 32});
@@ -322,6 +326,14 @@ TEST(StorageTable, ConcurrentInsertsErasesAndGets) {
     }
   }
   EXPECT_EQ(t.ReclaimErased(), kPerWriter * kWriters / 2);
+  // The stripes' inserts and erases ran elided where RTM runs.
+  const ElidedLatch::Stats d = ElidedLatch::GlobalStats() - before;
+  std::printf("latches: %s; elided %lu, fallback %lu, aborts %lu\n", ElidedLatch::ElisionStatus().c_str(),
+              static_cast<unsigned long>(d.elided), static_cast<unsigned long>(d.fallback),
+              static_cast<unsigned long>(d.aborts));
+  if (ElidedLatch::RtmAvailable() && ElidedLatch::ElisionEnabled()) {
+    EXPECT_GT(d.elided, 0u);
+  }
 }
 
 // Not how the database uses a table, but documented as correct: racing
