@@ -12,6 +12,7 @@
 #include "client/cluster_config.h"
 #include "gflags/gflags.h"
 #include "lockmgr/lock_manager.h"
+#include "storage/elided_latch.h"
 
 DECLARE_string(lock_manager);
 DECLARE_bool(compare);
@@ -39,7 +40,8 @@ DEFINE_double(remote_payment, 0.15, "tpcc: share of Payments for a customer of a
 DEFINE_uint64(load_seed, 1, "tpcc: seed of the loaded data (in-process)");
 DEFINE_bool(check, true, "tpcc: run the consistency checker after each run");
 DEFINE_bool(elision, true,
-            "tpcc: storage latches elide with RTM where the CPU has it; false: plain spin latches (to compare)");
+            "tpcc, in one process: storage latches elide with RTM where the CPU has it; false: plain spin "
+            "latches (to compare)");
 
 namespace detdb {
 // --timeseries (bench/detdb_bench_main.cc).
@@ -66,17 +68,17 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
            static_cast<unsigned long>(kr.refused), static_cast<unsigned long>(kr.p50_us),
            static_cast<unsigned long>(kr.p90_us), static_cast<unsigned long>(kr.p99_us));
   }
-  if (r.nodes <= 1)
+  if (r.in_process)
     printf(",\"digest\":\"%016lx\",\"cpu_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"kernel_us_per_txn\":%.3f,"
            "\"page_faults_per_txn\":%.4f,\"staged_alloc\":%s",
            static_cast<unsigned long>(r.digest), r.cpu_us_per_txn, r.worker_us_per_txn, r.kernel_us_per_txn,
            r.page_faults_per_txn, FLAGS_staged_alloc ? "true" : "false");
-  if (r.nodes <= 1) {
+  if (r.latches) {
     printf(",\"elision\":%s,\"latch_elided\":%lu,\"latch_fallback\":%lu,\"latch_aborts\":{", r.elision ? "true" : "false",
-           static_cast<unsigned long>(r.latches.elided), static_cast<unsigned long>(r.latches.fallback));
+           static_cast<unsigned long>(r.latches->elided), static_cast<unsigned long>(r.latches->fallback));
     for (int i = 0; i < ElidedLatch::kNumAbortCauses; ++i)
       printf("%s\"%s\":%lu", i ? "," : "", ElidedLatch::AbortCauseName(ElidedLatch::AbortCause(i)),
-             static_cast<unsigned long>(r.latches.aborts_by_cause[i]));
+             static_cast<unsigned long>(r.latches->aborts_by_cause[i]));
     printf("}");
   }
   printf("}\n");
@@ -84,8 +86,9 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
 }
 
 // Storage latches (seed 001): whether they elided, and what it gave.
+// REQUIRES: r.latches (an in-process run).
 void PrintLatches(const TpccRunResult& r) {
-  const ElidedLatch::Stats& l = r.latches;
+  const ElidedLatch::Stats& l = *r.latches;
   const double txns = r.committed > 0 ? static_cast<double>(r.committed) : 1;
   if (!r.elision) {
     printf("  storage latches: not elided (%s)\n", ElidedLatch::ElisionStatus().c_str());
@@ -123,7 +126,7 @@ void PrintSummary(const TpccRunResult& r) {
     printf("  consistency (clause 3.3.2): %s\n", r.consistency_ok ? "OK" : "FAILED");
     for (const std::string& f : r.consistency_failures) printf("    %s\n", f.c_str());
   }
-  if (r.nodes <= 1) {
+  if (r.in_process) {
     printf("  admission: %.1f%% blocked, %.1f active on average, window %.0f at the end "
            "(%lu grows, %lu undone; %lu shrinks, %lu undone; %lu steps back up; %lu worker starvations)\n",
            100 * r.blocked_at_admission, r.avg_active, r.window,
@@ -133,7 +136,7 @@ void PrintSummary(const TpccRunResult& r) {
     printf("  process CPU %.2f us per txn, of it workers %.2f us, kernel %.2f us%s; %.3f page faults per txn\n",
            r.cpu_us_per_txn, r.worker_us_per_txn, r.kernel_us_per_txn, FLAGS_staged_alloc ? " (staged allocation)" : "",
            r.page_faults_per_txn);
-    PrintLatches(r);
+    if (r.latches) PrintLatches(r);
     printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
   }
   fflush(stdout);
@@ -183,6 +186,11 @@ int TpccCommand() {
   if (!FLAGS_cluster.empty()) {
     if (FLAGS_compare) {
       fprintf(stderr, "detdb-bench: --compare runs in one process; a cluster's lock manager is chosen at start\n");
+      return 2;
+    }
+    if (!FLAGS_elision) {
+      fprintf(stderr, "detdb-bench: --elision=false applies to a run in one process; a cluster's latches are in its "
+                      "servers\n");
       return 2;
     }
     auto config = LoadClusterConfig(FLAGS_cluster);

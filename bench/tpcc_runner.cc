@@ -370,6 +370,7 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   r.warehouses = o.scale.warehouses;
   r.partitions = o.partitions;
   r.nodes = 1;
+  r.in_process = true;
   Driver driver(o, g, &backend);
   const auto workers_ns = [&engine] {
     uint64_t ns = 0;
@@ -381,7 +382,7 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   const KernelUse kernel_start = ProcessKernelUse();
   const ElidedLatch::Stats latches_start = ElidedLatch::GlobalStats();
   s = driver.Run(&r);
-  r.latches = ElidedLatch::GlobalStats() - latches_start;
+  r.latches.emplace(ElidedLatch::GlobalStats() - latches_start);
   r.elision = ElidedLatch::ElisionEnabled();
   const double cpu_secs = ProcessCpuSeconds() - cpu_start;
   const KernelUse kernel_end = ProcessKernelUse();

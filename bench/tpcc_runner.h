@@ -75,6 +75,7 @@ struct KindResult {
 struct TpccRunResult {
   std::string lock_manager;
   uint32_t warehouses = 0, partitions = 0, nodes = 0;
+  bool in_process = false;  // ran an engine in this process (not against a cluster)
   double seconds = 0;
   uint64_t committed = 0;          // all kinds, rollbacks included (they complete)
   double txns_per_sec = 0;
@@ -101,10 +102,11 @@ struct TpccRunResult {
   // memory the new rows take, which a VM whose memory the host backs
   // lazily makes expensive (docs/TPCC.md, "First touches of memory").
   double kernel_us_per_txn = 0, page_faults_per_txn = 0;
-  // One process only: storage's ElidedLatches over the measured run (every
+  // In-process runs only (unset against a cluster, whose latches are in
+  // the servers): storage's ElidedLatches over the measured run (every
   // thread's counters: elided sections, fallbacks, aborts by cause), and
   // whether Lock() tried elision (RTM found and not turned off).
-  ElidedLatch::Stats latches;
+  std::optional<ElidedLatch::Stats> latches;
   bool elision = false;
   std::vector<std::shared_ptr<const pb::Batch>> history;  // one process, record_history
   // One process only: each table at the end, summed over partitions

@@ -15,6 +15,7 @@
 #define DETDB_SCHEDULER_EXEC_CONTEXT_H_
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -22,6 +23,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "scheduler/partition_txn.h"
 #include "scheduler/procedure.h"

@@ -264,7 +264,7 @@ class TxnExecutor {
   }
 
  private:
-  class ExecContext;
+  class ExecContext;  // scheduler/exec_context.h
   // Fills *reply (if st coordinates) with s and result.
   void FillReply(const PartitionTxn* st, const absl::Status& s, std::string result, pb::TxnResult* reply) const;
 

@@ -74,7 +74,9 @@ class ElidedLatch {
   static constexpr unsigned kAbortLatchHeld = 0xff;
   static constexpr unsigned TxAbortCode(unsigned status) { return status >> 24; }
 
-  // What an abort is counted as: the first of these its status shows.
+  // What an abort is counted as: the first its status shows, in the order
+  // explicit, capacity, conflict, retry, debug, nested (ClassifyAbort);
+  // other when it shows none.
   enum class AbortCause : uint8_t { kExplicit = 0, kRetry, kConflict, kCapacity, kDebug, kNested, kOther };
   static constexpr int kNumAbortCauses = 7;
   static AbortCause ClassifyAbort(unsigned status);

@@ -190,11 +190,14 @@ TEST(StorageElidedLatch, CapacityAbortFallsBackAtOnceWithRtm) {
   EXPECT_EQ(held, kLocks);
   EXPECT_EQ(d.fallback, uint64_t{kLocks});
   EXPECT_GE(d.by(ElidedLatch::AbortCause::kCapacity), uint64_t{kLocks} / 2);
-  // One final abort per Lock: capacity (or an interrupt's "other") is not
-  // retried. A transient conflict before it is, by the policy: on an Intel
-  // Xeon VM (2026-11-29) the ASan build saw 6 conflicts in 20 such Locks
-  // of one thread, each followed by the capacity abort.
-  EXPECT_EQ(d.aborts - d.by(ElidedLatch::AbortCause::kConflict) - d.by(ElidedLatch::AbortCause::kRetry),
+  // At most one abort per Lock that is not retried: capacity (or an
+  // interrupt's "other") ends the attempts. Transient conflicts before it
+  // are retried, by the policy: on an Intel Xeon VM (2026-11-29) the ASan
+  // build saw 6-21 conflicts in 20 such Locks of one thread before the
+  // capacity abort (a Lock whose 8 attempts all meet conflicts falls back
+  // with none: hence at most).
+  EXPECT_LE(d.by(ElidedLatch::AbortCause::kCapacity), uint64_t{kLocks});
+  EXPECT_LE(d.aborts - d.by(ElidedLatch::AbortCause::kConflict) - d.by(ElidedLatch::AbortCause::kRetry),
             uint64_t{kLocks});
 }
 

@@ -332,7 +332,7 @@ TEST(StorageTable, ConcurrentInsertsErasesAndGets) {
               static_cast<unsigned long>(d.elided), static_cast<unsigned long>(d.fallback),
               static_cast<unsigned long>(d.aborts));
   if (ElidedLatch::RtmAvailable() && ElidedLatch::ElisionEnabled()) {
-    EXPECT_GT(d.elided, 0u);
+    EXPECT_GT(d.elided, 0u) << "RTM is on, but no stripe section was elided";
   }
 }
 
