@@ -68,17 +68,16 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
            static_cast<unsigned long>(kr.refused), static_cast<unsigned long>(kr.p50_us),
            static_cast<unsigned long>(kr.p90_us), static_cast<unsigned long>(kr.p99_us));
   }
-  if (r.in_process)
+  if (r.in_process) {
     printf(",\"digest\":\"%016lx\",\"cpu_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"kernel_us_per_txn\":%.3f,"
            "\"page_faults_per_txn\":%.4f,\"staged_alloc\":%s",
            static_cast<unsigned long>(r.digest), r.cpu_us_per_txn, r.worker_us_per_txn, r.kernel_us_per_txn,
            r.page_faults_per_txn, FLAGS_staged_alloc ? "true" : "false");
-  if (r.latches) {
     printf(",\"elision\":%s,\"latch_elided\":%lu,\"latch_fallback\":%lu,\"latch_aborts\":{", r.elision ? "true" : "false",
-           static_cast<unsigned long>(r.latches->elided), static_cast<unsigned long>(r.latches->fallback));
+           static_cast<unsigned long>(r.latches.elided), static_cast<unsigned long>(r.latches.fallback));
     for (int i = 0; i < ElidedLatch::kNumAbortCauses; ++i)
       printf("%s\"%s\":%lu", i ? "," : "", ElidedLatch::AbortCauseName(ElidedLatch::AbortCause(i)),
-             static_cast<unsigned long>(r.latches->aborts_by_cause[i]));
+             static_cast<unsigned long>(r.latches.aborts_by_cause[i]));
     printf("}");
   }
   printf("}\n");
@@ -86,9 +85,9 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
 }
 
 // Storage latches (seed 001): whether they elided, and what it gave.
-// REQUIRES: r.latches (an in-process run).
+// REQUIRES: r.in_process.
 void PrintLatches(const TpccRunResult& r) {
-  const ElidedLatch::Stats& l = *r.latches;
+  const ElidedLatch::Stats& l = r.latches;
   const double txns = r.committed > 0 ? static_cast<double>(r.committed) : 1;
   if (!r.elision) {
     printf("  storage latches: not elided (%s)\n", ElidedLatch::ElisionStatus().c_str());
@@ -136,7 +135,7 @@ void PrintSummary(const TpccRunResult& r) {
     printf("  process CPU %.2f us per txn, of it workers %.2f us, kernel %.2f us%s; %.3f page faults per txn\n",
            r.cpu_us_per_txn, r.worker_us_per_txn, r.kernel_us_per_txn, FLAGS_staged_alloc ? " (staged allocation)" : "",
            r.page_faults_per_txn);
-    if (r.latches) PrintLatches(r);
+    PrintLatches(r);
     printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
   }
   fflush(stdout);

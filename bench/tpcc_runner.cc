@@ -382,7 +382,7 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   const KernelUse kernel_start = ProcessKernelUse();
   const ElidedLatch::Stats latches_start = ElidedLatch::GlobalStats();
   s = driver.Run(&r);
-  r.latches.emplace(ElidedLatch::GlobalStats() - latches_start);
+  r.latches = ElidedLatch::GlobalStats() - latches_start;
   r.elision = ElidedLatch::ElisionEnabled();
   const double cpu_secs = ProcessCpuSeconds() - cpu_start;
   const KernelUse kernel_end = ProcessKernelUse();

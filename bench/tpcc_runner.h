@@ -102,11 +102,11 @@ struct TpccRunResult {
   // memory the new rows take, which a VM whose memory the host backs
   // lazily makes expensive (docs/TPCC.md, "First touches of memory").
   double kernel_us_per_txn = 0, page_faults_per_txn = 0;
-  // In-process runs only (unset against a cluster, whose latches are in
-  // the servers): storage's ElidedLatches over the measured run (every
+  // In-process runs only (against a cluster the latches are in the
+  // servers): storage's ElidedLatches over the measured run (every
   // thread's counters: elided sections, fallbacks, aborts by cause), and
   // whether Lock() tried elision (RTM found and not turned off).
-  std::optional<ElidedLatch::Stats> latches;
+  ElidedLatch::Stats latches;
   bool elision = false;
   std::vector<std::shared_ptr<const pb::Batch>> history;  // one process, record_history
   // One process only: each table at the end, summed over partitions

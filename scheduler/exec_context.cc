@@ -31,10 +31,7 @@ absl::StatusOr<std::string_view> TxnExecutor::ExecContext::Read(Key key) {
     }
     if (partitioner_->PartitionOf(key) != self_)
       return absl::FailedPreconditionError(absl::StrCat("covered key ", key, " is not on this partition"));
-    IntentToRead(agent_, key);
-    const Record* r = store_->Get(key);
-    if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
-    return std::string_view(r->value(), store_->GetTable(KeyTable(key))->value_size());
+    return StoredValue(key);
   }
   return absl::InvalidArgumentError(absl::StrCat("key ", key, " is not in the txn's read set"));
 }
@@ -50,8 +47,7 @@ absl::Status TxnExecutor::ExecContext::Write(Key key, std::string_view value) {
     w.value = st_->arena.Allocate(value.size());
     w.size = static_cast<uint32_t>(value.size());
   }
-  std::memmove(w.value, value.data(),
-               value.size());  // value may be a view of w.value
+  std::memmove(w.value, value.data(), value.size());  // value may be a view of w.value
   w.erase = false;
   return absl::OkStatus();
 }
@@ -137,6 +133,10 @@ void TxnExecutor::ExecContext::Prefetch(std::span<const Key> keys) {
 
 absl::StatusOr<std::string_view> TxnExecutor::ExecContext::ReadReplicated(Key key) {
   replicated_views_ |= WriteBit(key);  // no in-place Update of it (BufferedWrite::in_place)
+  return StoredValue(key);
+}
+
+absl::StatusOr<std::string_view> TxnExecutor::ExecContext::StoredValue(Key key) {
   IntentToRead(agent_, key);
   const Record* r = store_->Get(key);
   if (r == nullptr) return absl::NotFoundError(absl::StrCat("no record with key ", key));
@@ -167,8 +167,7 @@ absl::Status TxnExecutor::ExecContext::Scan(Key lo, Key hi, bool reverse,
     auto checked = [&](Key k, std::string_view value) {
       CHECK(cover_ != nullptr && cover_(k) == cover && k != cover)
           << "scan of [" << lo << ", " << hi << "] visits key " << k << ", which its cover " << cover
-          << " does not cover (the workload's RangeCover and KeyCover "
-             "disagree)";
+          << " does not cover (the workload's RangeCover and KeyCover disagree)";
       return visit(k, value);
     };
     ScanWithOwnWrites(*table, lo, hi, reverse, &own, checked);

@@ -62,6 +62,10 @@ class TxnExecutor::ExecContext final : public TxnContext {
  private:
   using BufferedWrite = PartitionTxn::BufferedWrite;
 
+  // The stored value of key (a covered or replicated key, outside the
+  // txn's read entries), after IS intents on the partition and its table.
+  absl::StatusOr<std::string_view> StoredValue(Key key);
+
   const PartitionTxn::Value* FindRead(Key key) const {
     if (st_->indexed) {
       auto it = std::lower_bound(st_->reads.begin(), st_->reads.end(), key,
