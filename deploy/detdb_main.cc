@@ -19,6 +19,7 @@
 #include <cstdio>
 
 #include "client/cluster_config.h"
+#include "common/prefault.h"
 #include "workloads/tpcc/random.h"
 #include "deploy/node.h"
 #include "detdb_build_id.h"  // generated: tools/build_id.cmake
@@ -91,6 +92,9 @@ DEFINE_int32(http_port, -1, "Serve /metrics and /healthz on this port (0: none; 
 DEFINE_string(http_host, "",
               "Address /metrics and /healthz bind (plain HTTP). Empty: the config's http_host, else 127.0.0.1. "
               "Binding beyond loopback exposes the node's counters to whoever reaches it (docs/SECURITY.md)");
+DEFINE_uint64(prefault_mb, 0,
+              "Fault in this many MiB of heap at start, kept for the tables' growth: no page fault per new row "
+              "while serving (common/prefault.h; 0: off; needs the default tcmalloc build)");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
@@ -122,6 +126,14 @@ int main(int argc, char** argv) {
     fprintf(stderr, "detdb: --epoch_us=%lu differs from the config's epoch_us %lu\n",
             static_cast<unsigned long>(FLAGS_epoch_us), static_cast<unsigned long>(config->epoch_us()));
     return 2;
+  }
+  if (FLAGS_prefault_mb > 0) {
+    auto pf = detdb::PrefaultHeap(detdb::MiBToBytes(FLAGS_prefault_mb));
+    if (!pf.ok()) {
+      fprintf(stderr, "detdb: --prefault_mb: %s\n", std::string(pf.status().message()).c_str());
+      return 2;
+    }
+    LOG(INFO) << (pf->bytes >> 20) << " MiB of heap faulted in ahead, in " << pf->seconds << " s";
   }
   detdb::NodeOptions o;
   o.config = *config;
