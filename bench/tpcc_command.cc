@@ -45,16 +45,19 @@ DEFINE_bool(elision, true,
             "tpcc, in one process: storage latches elide with RTM where the CPU has it; false: plain spin "
             "latches (to compare)");
 DEFINE_uint64(prefault_mb, 0,
-              "tpcc, in one process: fault in this many MiB of heap before loading, kept for the run's new rows "
-              "(common/prefault.h; 0: off). A run's tables grow ~550 bytes per New-Order + Payment txn");
+              "tpcc, in one process: fault in this many MiB of heap (in 64 MiB blocks) before loading, kept for the "
+              "run's tables (common/prefault.h; 0: off). The loaded tables and ~550 bytes per New-Order + Payment "
+              "txn come out of it");
 
 namespace detdb {
 namespace {
-// Set once --prefault_mb ran: Linux splits a process's CPU time into user
-// and kernel by the ticks of its whole life (cputime_adjust), so after
-// seconds of page faults the split of a later window is not the window's
-// own (it read 1.4-3.7 us of kernel per txn with no kernel work in a
-// profile). The run's kernel time is then not reported.
+// Set once --prefault_mb ran. Linux splits a process's CPU time into user
+// and kernel by the ticks of its whole life (cputime_adjust), so a later
+// window's split leans toward what came before it. Loading (mostly user
+// time) moves a run's figure a little; seconds of nothing but page faults
+// move it a lot (1.4-3.7 us of kernel per txn, where a profile of the
+// window, `perf record -D`, had no page-fault work), so the run's kernel
+// time is then not reported.
 bool prefaulted = false;
 }  // namespace
 // --timeseries (bench/detdb_bench_main.cc).
@@ -83,10 +86,10 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
   }
   if (r.in_process) {
     printf(",\"digest\":\"%016lx\",\"cpu_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"kernel_us_per_txn\":%s,"
-           "\"page_faults_per_txn\":%.4f,\"staged_alloc\":%s",
+           "\"page_faults_per_txn\":%.4f,\"prefault_mb\":%lu,\"staged_alloc\":%s",
            static_cast<unsigned long>(r.digest), r.cpu_us_per_txn, r.worker_us_per_txn,
            prefaulted ? "null" : absl::StrFormat("%.3f", r.kernel_us_per_txn).c_str(), r.page_faults_per_txn,
-           FLAGS_staged_alloc ? "true" : "false");
+           static_cast<unsigned long>(prefaulted ? FLAGS_prefault_mb : 0), FLAGS_staged_alloc ? "true" : "false");
     printf(",\"elision\":%s,\"latch_elided\":%lu,\"latch_fallback\":%lu,\"latch_aborts\":{", r.elision ? "true" : "false",
            static_cast<unsigned long>(r.latches.elided), static_cast<unsigned long>(r.latches.fallback));
     for (int i = 0; i < ElidedLatch::kNumAbortCauses; ++i)
@@ -207,6 +210,10 @@ int TpccCommand() {
                       "servers\n");
       return 2;
     }
+    if (FLAGS_prefault_mb > 0) {
+      fprintf(stderr, "detdb-bench: --prefault_mb applies to a run in one process; start the servers with it\n");
+      return 2;
+    }
     auto config = LoadClusterConfig(FLAGS_cluster);
     if (!config.ok()) {
       fprintf(stderr, "detdb-bench: %s: %s\n", FLAGS_cluster.c_str(), std::string(config.status().message()).c_str());
@@ -228,21 +235,6 @@ int TpccCommand() {
     }
     names = *parsed;
   }
-  if (FLAGS_prefault_mb > 0) {
-    if (o.cluster) {
-      fprintf(stderr, "detdb-bench: --prefault_mb applies to a run in one process; start the servers with it\n");
-      return 2;
-    }
-    auto pf = PrefaultHeap(MiBToBytes(FLAGS_prefault_mb));
-    if (!pf.ok()) {
-      fprintf(stderr, "detdb-bench: --prefault_mb: %s\n", std::string(pf.status().message()).c_str());
-      return 2;
-    }
-    prefaulted = true;
-    if (!FLAGS_json)
-      fprintf(stderr, "detdb-bench: %lu MiB of heap faulted in ahead, in %.1f s\n",
-              static_cast<unsigned long>(pf->bytes >> 20), pf->seconds);
-  }
   if (!FLAGS_json) {
     printf("detdb-bench tpcc: %s, mix %s, %u txns outstanding; %s\n",
            o.cluster ? ("cluster " + FLAGS_cluster).c_str()
@@ -258,6 +250,17 @@ int TpccCommand() {
   bool all_consistent = true;
   std::unique_ptr<TimeseriesWriter> ts;
   if (!OpenTimeseries(&ts)) return 2;
+  if (FLAGS_prefault_mb > 0) {
+    auto pf = PrefaultHeap(MiBToBytes(FLAGS_prefault_mb));
+    if (!pf.ok()) {
+      fprintf(stderr, "detdb-bench: --prefault_mb: %s\n", std::string(pf.status().message()).c_str());
+      return absl::IsResourceExhausted(pf.status()) || absl::IsInternal(pf.status()) ? 1 : 2;
+    }
+    prefaulted = true;
+    if (!FLAGS_json)
+      fprintf(stderr, "detdb-bench: %lu MiB of heap faulted in ahead, in %.1f s\n",
+              static_cast<unsigned long>(pf->bytes >> 20), pf->seconds);
+  }
   std::vector<TpccRunResult> results;
   for (const std::string& name : names) {
     o.lock_manager = name;

@@ -93,8 +93,9 @@ DEFINE_string(http_host, "",
               "Address /metrics and /healthz bind (plain HTTP). Empty: the config's http_host, else 127.0.0.1. "
               "Binding beyond loopback exposes the node's counters to whoever reaches it (docs/SECURITY.md)");
 DEFINE_uint64(prefault_mb, 0,
-              "Fault in this many MiB of heap at start, kept for the tables' growth: no page fault per new row "
-              "while serving (common/prefault.h; 0: off; needs the default tcmalloc build)");
+              "Fault in this many MiB of heap (in 64 MiB blocks) at start, kept for the tables and their growth: "
+              "no page fault per new row while serving (common/prefault.h; 0: off; needs the default tcmalloc "
+              "build; a large one takes seconds, mind DETDB_READY_TIMEOUT_S of deploy/local_cluster.sh)");
 DEFINE_bool(log_then_execute, false, "Execution waits for the log's fsync too (default: execute ahead, only replies wait)");
 DEFINE_string(crash_at, "",
               "Tests: POINT[:N] kills this process (SIGKILL) the N-th time (default 1) it reaches POINT: "
@@ -126,14 +127,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "detdb: --epoch_us=%lu differs from the config's epoch_us %lu\n",
             static_cast<unsigned long>(FLAGS_epoch_us), static_cast<unsigned long>(config->epoch_us()));
     return 2;
-  }
-  if (FLAGS_prefault_mb > 0) {
-    auto pf = detdb::PrefaultHeap(detdb::MiBToBytes(FLAGS_prefault_mb));
-    if (!pf.ok()) {
-      fprintf(stderr, "detdb: --prefault_mb: %s\n", std::string(pf.status().message()).c_str());
-      return 2;
-    }
-    LOG(INFO) << (pf->bytes >> 20) << " MiB of heap faulted in ahead, in " << pf->seconds << " s";
   }
   detdb::NodeOptions o;
   o.config = *config;
@@ -230,6 +223,17 @@ int main(int argc, char** argv) {
     LOG(ERROR) << "input log failed: " << s << "; stopping this node (restart it to recover)";
     kill(getpid(), SIGTERM);
   };
+
+  // After every flag check (a typo should not cost the wait), before any
+  // thread allocates (PrefaultHeap's REQUIRES).
+  if (FLAGS_prefault_mb > 0) {
+    auto pf = detdb::PrefaultHeap(detdb::MiBToBytes(FLAGS_prefault_mb));
+    if (!pf.ok()) {
+      fprintf(stderr, "detdb: --prefault_mb: %s\n", std::string(pf.status().message()).c_str());
+      return absl::IsResourceExhausted(pf.status()) || absl::IsInternal(pf.status()) ? 1 : 2;
+    }
+    LOG(INFO) << (pf->bytes >> 20) << " MiB of heap faulted in ahead, in " << pf->seconds << " s";
+  }
 
   // Every thread inherits the blocked signals; main waits for them below.
   sigset_t signals;
