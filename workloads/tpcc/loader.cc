@@ -233,7 +233,7 @@ void LoadOrders(const Tables& t, uint64_t seed, const Scale& scale, uint32_t w, 
         line.amount = 0;
         line.delivery_d = kLoadTimestamp;
       } else {
-        line.amount = lr.Uniform(1, 999999);
+        line.amount = static_cast<int32_t>(lr.Uniform(1, 999999));  // OL_AMOUNT 0.01 .. 9,999.99
         line.delivery_d = 0;
       }
       SetField(line.dist_info, lr.AString(24, 24));
