@@ -155,6 +155,18 @@ void PrintSummary(const TpccRunResult& r) {
            FLAGS_staged_alloc ? " (staged allocation)" : "", r.page_faults_per_txn);
     PrintLatches(r);
     printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
+    // A long run whose new rows page-fault: on a VM these first touches can
+    // cost several times more once the host has to back the memory, and
+    // the run slows in steps (docs/STORAGE.md, "Memory faulted in ahead").
+    if (!prefaulted && r.seconds >= 20 && r.page_faults_per_txn >= 0.02) {
+      uint64_t table_bytes = 0;
+      for (const TpccRunResult::TableMemory& m : r.tables) table_bytes += m.bytes;
+      const uint64_t suggest_mb = ((table_bytes + table_bytes / 4) >> 20 | 255) + 1;  // +25%, in 256 MiB steps
+      printf("  note: new rows took %.3f page faults per txn; on a VM they can slow a long run in steps. "
+             "--prefault_mb=%lu maps this run's memory before it starts (docs/STORAGE.md, \"Memory faulted in "
+             "ahead\")\n",
+             r.page_faults_per_txn, static_cast<unsigned long>(suggest_mb));
+    }
   }
   fflush(stdout);
 }
