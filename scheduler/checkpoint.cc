@@ -290,6 +290,32 @@ absl::Status RestoreCheckpoint(const LoadedCheckpoint& checkpoint, const std::ve
   if (local != checkpoint.meta.partitions)
     return absl::FailedPreconditionError(
         absl::StrCat("checkpoint ", checkpoint.path, " holds other partitions than this node serves"));
+  const std::string_view content(checkpoint.bytes.data(), checkpoint.bytes.size() - kCheckpointTrailerBytes);
+  // The schema first, before anything is emptied: a checkpoint of tables
+  // this build does not have, or has with another row size (an older
+  // build's layout), is refused with the sizes, and the stores stay as
+  // they were.
+  {
+    CheckpointMeta schema_meta;
+    std::string why, mismatch;
+    const bool ok = WalkContent(
+        content, &schema_meta, nullptr, &why,
+        [&](PartitionId p, uint32_t id, uint32_t value_size, uint64_t) {
+          const Table* t = p < stores.size() && stores[p] != nullptr ? stores[p]->GetTable(id) : nullptr;
+          if (t == nullptr) {
+            mismatch = absl::StrCat("table ", id, " of partition ", p, " is not in this build's schema");
+          } else if (t->value_size() != value_size) {
+            mismatch = absl::StrCat("table ", id, " (", t->name(), ") of partition ", p, " has ", value_size,
+                                    "-byte rows in the checkpoint and ", t->value_size(),
+                                    "-byte rows in this build (a checkpoint of another build's schema)");
+          }
+          return mismatch.empty();
+        },
+        [](Key, const char*, uint32_t) {});
+    if (!mismatch.empty())
+      return absl::FailedPreconditionError(absl::StrCat("checkpoint ", checkpoint.path, ": ", mismatch));
+    if (!ok) return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint.path, ": ", why));
+  }
   // Empty every table first (the tables themselves, their schema, stay).
   for (PartitionId p : local) {
     PartitionStore* s = stores[p];
@@ -304,7 +330,6 @@ absl::Status RestoreCheckpoint(const LoadedCheckpoint& checkpoint, const std::ve
   PartitionStore* cur = nullptr;
   CheckpointMeta meta;
   std::string why;
-  const std::string_view content(checkpoint.bytes.data(), checkpoint.bytes.size() - kCheckpointTrailerBytes);
   const bool ok = WalkContent(
       content, &meta, nullptr, &why,
       [&](PartitionId p, uint32_t id, uint32_t value_size, uint64_t) {

@@ -110,6 +110,48 @@ TEST(Checkpoint, AForkedCaptureRoundTripsTheStores) {
   EXPECT_TRUE(absl::IsFailedPrecondition(RestoreCheckpoint(*loaded, only_one)));
 }
 
+TEST(Checkpoint, AnotherSchemaIsRefusedWithTheSizesAndTheStoresKept) {
+  FaultInjectingFileSystem fs;
+  CheckpointOptions o = Options(&fs);
+  Stores a(100);
+  for (uint64_t r = 0; r < 20; ++r) a.raw[r % 2]->Insert(MakeKey(7, r))->value()[0] = static_cast<char>(r);
+  ASSERT_TRUE(Take(o, a, 3).ok());
+  auto loaded = ReadCheckpoint(o, 3);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  // A build whose table 7 has narrower rows (as ORDER_LINE's 56 -> 48).
+  ModPartitioner parts{2};
+  std::vector<std::unique_ptr<PartitionStore>> owned;
+  std::vector<PartitionStore*> raw;
+  for (PartitionId p = 0; p < 2; ++p) {
+    owned.push_back(std::make_unique<PartitionStore>());
+    ASSERT_TRUE(LoadCounterTable(owned.back().get(), parts, p, 100).ok());
+    ASSERT_TRUE(owned.back()->CreateTable({.id = 7, .name = "wide", .value_size = 96}).ok());
+    ASSERT_TRUE(owned.back()->CreateTable({.id = 8, .name = "tree", .value_size = 16, .ordered = true}).ok());
+    raw.push_back(owned.back().get());
+  }
+  std::vector<uint64_t> before;
+  for (auto* s : raw) before.push_back(s->Digest());
+  const absl::Status s = RestoreCheckpoint(*loaded, raw);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_NE(std::string(s.message()).find("100-byte rows in the checkpoint and 96-byte rows in this build"),
+            std::string::npos)
+      << s;
+  std::vector<uint64_t> after;
+  for (auto* st : raw) after.push_back(st->Digest());
+  EXPECT_EQ(after, before) << "a refused restore emptied the stores";
+  // A table the build does not have at all.
+  std::vector<std::unique_ptr<PartitionStore>> narrow;
+  std::vector<PartitionStore*> narrow_raw;
+  for (PartitionId p = 0; p < 2; ++p) {
+    narrow.push_back(std::make_unique<PartitionStore>());
+    ASSERT_TRUE(LoadCounterTable(narrow.back().get(), parts, p, 100).ok());
+    narrow_raw.push_back(narrow.back().get());
+  }
+  const absl::Status missing = RestoreCheckpoint(*loaded, narrow_raw);
+  EXPECT_TRUE(absl::IsFailedPrecondition(missing)) << missing;
+  EXPECT_NE(std::string(missing.message()).find("is not in this build's schema"), std::string::npos) << missing;
+}
+
 TEST(Checkpoint, EveryTruncationAndBitFlipIsRefusedNamingTheFile) {
   FaultInjectingFileSystem fs;
   CheckpointOptions o = Options(&fs);

@@ -140,8 +140,8 @@ struct OrderLineRow {
 };
 // 48 bytes, so a record (16-byte header) is one 64-byte cache line: the
 // table that grows fastest (10 rows per New-Order) writes one line per row
-// and maps 11% less new memory than with a 64-bit OL_AMOUNT (56 + 16 bytes,
-// two lines for most rows). docs/TPCC.md, eighteenth session.
+// with records 11% smaller than with a 64-bit OL_AMOUNT (56 + 16 bytes over
+// two lines). docs/TPCC.md, eighteenth session.
 static_assert(sizeof(OrderLineRow) == 48, "ORDER_LINE records are one cache line");
 
 struct ItemRow {
