@@ -108,7 +108,7 @@ void LoadItems(const Tables& t, uint64_t seed, const Scale& scale) {
     ItemRow row{};
     row.im_id = static_cast<int32_t>(r.Uniform(1, 10000));
     SetField(row.name, r.AString(14, 24));
-    row.price = r.Uniform(100, 10000);
+    row.price = r.Uniform(kMinItemPriceCents, kMaxItemPriceCents);
     SetField(row.data, DataWithOriginal(r));
     Put(t.item, ItemKey(i), row);
   }

@@ -23,7 +23,7 @@ absl::Status DecodeOrderLines(const pb::tpcc::NewOrderArgs& a, std::array<OrderL
     l = words    ? OrderLineOfWord(a.line_words(i))
         : nested ? OrderLine{a.lines(i).i_id(), a.lines(i).supply_w_id(), a.lines(i).quantity()}
                  : OrderLine{a.i_ids(i), a.supply_w_ids(i), a.quantities(i)};
-    if (l.supply_w_id < 1 || l.supply_w_id > kMaxWarehouses || l.quantity < 1 || l.quantity > 10)
+    if (l.supply_w_id < 1 || l.supply_w_id > kMaxWarehouses || l.quantity < 1 || l.quantity > kMaxLineQuantity)
       return absl::InvalidArgumentError(
           absl::StrCat("bad New-Order line: supply warehouse ", l.supply_w_id, ", quantity ", l.quantity));
   }

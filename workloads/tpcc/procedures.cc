@@ -246,7 +246,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
     line.supply_w_id = static_cast<int32_t>(supply_w);
     line.delivery_d = 0;
     line.quantity = qty;
-    line.amount = static_cast<int32_t>(amount);  // <= 10 x 10000 cents (quantity and I_PRICE are bounded)
+    line.amount = static_cast<int32_t>(amount);  // <= kMaxLineQuantity x kMaxItemPriceCents (schema.h)
     std::memcpy(line.dist_info, stock.dist[d - 1], sizeof(line.dist_info));
     if (!(s = WriteRow(ctx, OrderLineKey(w, d, static_cast<uint32_t>(o_id), static_cast<uint32_t>(i + 1)), line))
              .ok())

@@ -72,6 +72,12 @@ inline constexpr uint32_t kFirstTable = kWarehouse, kLastTable = kDistrictNext;
 inline constexpr uint32_t kDistrictsPerWarehouse = 10;
 inline constexpr uint32_t kMaxOrderLines = 15;
 inline constexpr uint32_t kMaxWarehouses = 65535;
+// OL_QUANTITY of a New-Order line (clause 2.4.1.5) and I_PRICE (clause
+// 4.3.3.1, in cents): their product, a new line's OL_AMOUNT, fits the
+// 32-bit OL_AMOUNT (OrderLineRow below), as do the loaded amounts.
+inline constexpr int64_t kMaxLineQuantity = 10;
+inline constexpr int64_t kMinItemPriceCents = 100, kMaxItemPriceCents = 10000;
+static_assert(kMaxLineQuantity * kMaxItemPriceCents <= INT32_MAX, "OL_AMOUNT is 32-bit");
 
 // ---- Rows (clause 1.3). All POD, copied with memcpy. ----
 
