@@ -292,10 +292,11 @@ absl::Status RestoreCheckpoint(const LoadedCheckpoint& checkpoint, const std::ve
         absl::StrCat("checkpoint ", checkpoint.path, " holds other partitions than this node serves"));
   const std::string_view content(checkpoint.bytes.data(), checkpoint.bytes.size() - kCheckpointTrailerBytes);
   // The schema first, before anything is emptied: a checkpoint of tables
-  // this build does not have, or has with another row size (an older
-  // build's layout), is refused with the sizes, and the stores stay as
+  // this build does not have, has with another row size (an older build's
+  // layout), or lacks, is refused with the reason, and the stores stay as
   // they were.
   {
+    std::vector<std::vector<uint32_t>> seen(stores.size());
     CheckpointMeta schema_meta;
     std::string why, mismatch;
     const bool ok = WalkContent(
@@ -308,6 +309,8 @@ absl::Status RestoreCheckpoint(const LoadedCheckpoint& checkpoint, const std::ve
             mismatch = absl::StrCat("table ", id, " (", t->name(), ") of partition ", p, " has ", value_size,
                                     "-byte rows in the checkpoint and ", t->value_size(),
                                     "-byte rows in this build (a checkpoint of another build's schema)");
+          } else {
+            seen[p].push_back(id);
           }
           return mismatch.empty();
         },
@@ -315,6 +318,10 @@ absl::Status RestoreCheckpoint(const LoadedCheckpoint& checkpoint, const std::ve
     if (!mismatch.empty())
       return absl::FailedPreconditionError(absl::StrCat("checkpoint ", checkpoint.path, ": ", mismatch));
     if (!ok) return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint.path, ": ", why));
+    for (PartitionId p : local)
+      if (seen[p] != stores[p]->table_ids())
+        return absl::FailedPreconditionError(absl::StrCat("checkpoint ", checkpoint.path, ": partition ", p,
+                                                          " has tables the checkpoint does not hold"));
   }
   // Empty every table first (the tables themselves, their schema, stay).
   for (PartitionId p : local) {
@@ -326,17 +333,14 @@ absl::Status RestoreCheckpoint(const LoadedCheckpoint& checkpoint, const std::ve
     }
     s->ReclaimErased();
   }
-  std::vector<std::vector<uint32_t>> seen(stores.size());
+  // Then the rows (the walk above checked every table header).
   PartitionStore* cur = nullptr;
   CheckpointMeta meta;
   std::string why;
   const bool ok = WalkContent(
       content, &meta, nullptr, &why,
-      [&](PartitionId p, uint32_t id, uint32_t value_size, uint64_t) {
+      [&](PartitionId p, uint32_t, uint32_t, uint64_t) {
         cur = stores[p];
-        const Table* t = cur->GetTable(id);
-        if (t == nullptr || t->value_size() != value_size) return false;
-        seen[p].push_back(id);
         return true;
       },
       [&](Key k, const char* value, uint32_t value_size) {
@@ -344,10 +348,6 @@ absl::Status RestoreCheckpoint(const LoadedCheckpoint& checkpoint, const std::ve
         std::memcpy(r->value(), value, value_size);
       });
   if (!ok) return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint.path, ": ", why));
-  for (PartitionId p : local)
-    if (seen[p] != stores[p]->table_ids())
-      return absl::FailedPreconditionError(absl::StrCat("checkpoint ", checkpoint.path, ": partition ", p,
-                                                        " has tables the checkpoint does not hold"));
   return absl::OkStatus();
 }
 
