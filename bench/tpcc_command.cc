@@ -67,6 +67,21 @@ bool CloseTimeseries(std::unique_ptr<TimeseriesWriter>* ts);
 namespace tpcc {
 namespace {
 
+// The --prefault_mb to suggest after an in-process run, or 0 for none: the
+// tables' bytes + 25%, in 256 MiB steps, once new rows took 0.02 page
+// faults per txn or more, in a run of 20 s or more (shorter runs hardly
+// slow), or in any run that --prefault_mb did not cover (then always above
+// what it was given).
+uint64_t SuggestPrefaultMb(const TpccRunResult& r) {
+  if (!r.in_process || r.page_faults_per_txn < 0.02 || (!prefaulted && r.seconds < 20)) return 0;
+  uint64_t table_bytes = 0;
+  for (const TpccRunResult::TableMemory& m : r.tables) table_bytes += m.bytes;
+  const auto round_up = [](uint64_t mb) { return (mb | 255) + 1; };  // the next 256 MiB step above mb
+  uint64_t mb = round_up((table_bytes + table_bytes / 4) >> 20);
+  if (prefaulted && mb <= FLAGS_prefault_mb) mb = round_up(FLAGS_prefault_mb + FLAGS_prefault_mb / 4);
+  return mb;
+}
+
 void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
   printf("{\"workload\":\"tpcc\",\"lock_manager\":\"%s\",\"warehouses\":%u,\"partitions\":%u,\"nodes\":%u,"
          "\"mix\":\"%s\",\"outstanding\":%u,\"epoch_us\":%lu,\"seconds\":%.3f,\"committed\":%lu,\"txns_per_sec\":%.0f,\"new_orders_per_min\":%.0f,"
@@ -86,10 +101,11 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
   }
   if (r.in_process) {
     printf(",\"digest\":\"%016lx\",\"cpu_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"kernel_us_per_txn\":%s,"
-           "\"page_faults_per_txn\":%.4f,\"prefault_mb\":%lu,\"staged_alloc\":%s",
+           "\"page_faults_per_txn\":%.4f,\"prefault_mb\":%lu,\"prefault_suggest_mb\":%lu,\"staged_alloc\":%s",
            static_cast<unsigned long>(r.digest), r.cpu_us_per_txn, r.worker_us_per_txn,
            prefaulted ? "null" : absl::StrFormat("%.3f", r.kernel_us_per_txn).c_str(), r.page_faults_per_txn,
-           static_cast<unsigned long>(prefaulted ? FLAGS_prefault_mb : 0), FLAGS_staged_alloc ? "true" : "false");
+           static_cast<unsigned long>(prefaulted ? FLAGS_prefault_mb : 0),
+           static_cast<unsigned long>(SuggestPrefaultMb(r)), FLAGS_staged_alloc ? "true" : "false");
     printf(",\"elision\":%s,\"latch_elided\":%lu,\"latch_fallback\":%lu,\"latch_aborts\":{", r.elision ? "true" : "false",
            static_cast<unsigned long>(r.latches.elided), static_cast<unsigned long>(r.latches.fallback));
     for (int i = 0; i < ElidedLatch::kNumAbortCauses; ++i)
@@ -155,17 +171,20 @@ void PrintSummary(const TpccRunResult& r) {
            FLAGS_staged_alloc ? " (staged allocation)" : "", r.page_faults_per_txn);
     PrintLatches(r);
     printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
-    // A long run whose new rows page-fault: on a VM these first touches can
-    // cost several times more once the host has to back the memory, and
-    // the run slows in steps (docs/STORAGE.md, "Memory faulted in ahead").
-    if (!prefaulted && r.seconds >= 20 && r.page_faults_per_txn >= 0.02) {
-      uint64_t table_bytes = 0;
-      for (const TpccRunResult::TableMemory& m : r.tables) table_bytes += m.bytes;
-      const uint64_t suggest_mb = ((table_bytes + table_bytes / 4) >> 20 | 255) + 1;  // +25%, in 256 MiB steps
-      printf("  note: new rows took %.3f page faults per txn; on a VM they can slow a long run in steps. "
-             "--prefault_mb=%lu maps this run's memory before it starts (docs/STORAGE.md, \"Memory faulted in "
-             "ahead\")\n",
-             r.page_faults_per_txn, static_cast<unsigned long>(suggest_mb));
+    // New rows that page-faulted: on a VM these first touches can cost
+    // several times more once the host has to back the memory, and a long
+    // run slows in steps (docs/STORAGE.md, "Memory faulted in ahead").
+    if (const uint64_t suggest_mb = SuggestPrefaultMb(r); suggest_mb > 0) {
+      if (prefaulted)
+        printf("  note: --prefault_mb=%lu was too small: new rows still took %.3f page faults per txn; "
+               "--prefault_mb=%lu covers this run's tables\n",
+               static_cast<unsigned long>(FLAGS_prefault_mb), r.page_faults_per_txn,
+               static_cast<unsigned long>(suggest_mb));
+      else
+        printf("  note: new rows took %.3f page faults per txn; on a VM they can slow a long run in steps. "
+               "--prefault_mb=%lu maps this run's memory before it starts (docs/STORAGE.md, \"Memory faulted in "
+               "ahead\")\n",
+               r.page_faults_per_txn, static_cast<unsigned long>(suggest_mb));
     }
   }
   fflush(stdout);
