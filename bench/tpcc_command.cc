@@ -3,6 +3,7 @@
 // Progress once a second on stderr; a summary per txn type, or with --json
 // one object per run, on stdout. Compiled into detdb-bench (flags belong to
 // binaries).
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -58,7 +59,7 @@ namespace {
 // move it a lot (1.4-3.7 us of kernel per txn, where a profile of the
 // window, `perf record -D`, had no page-fault work), so the run's kernel
 // time is then not reported.
-bool prefaulted = false;
+uint64_t prefaulted_bytes = 0;  // what PrefaultHeap faulted in (0: none)
 }  // namespace
 // --timeseries (bench/detdb_bench_main.cc).
 bool OpenTimeseries(std::unique_ptr<TimeseriesWriter>* out);
@@ -67,19 +68,13 @@ bool CloseTimeseries(std::unique_ptr<TimeseriesWriter>* ts);
 namespace tpcc {
 namespace {
 
-// The --prefault_mb to suggest after an in-process run, or 0 for none: the
-// tables' bytes + 25%, in 256 MiB steps, once new rows took 0.02 page
-// faults per txn or more, in a run of 20 s or more (shorter runs hardly
-// slow), or in any run that --prefault_mb did not cover (then always above
-// what it was given).
-uint64_t SuggestPrefaultMb(const TpccRunResult& r) {
-  if (!r.in_process || r.page_faults_per_txn < 0.02 || (!prefaulted && r.seconds < 20)) return 0;
+// What to say of --prefault_mb after an in-process run (common/prefault.h).
+PrefaultAdvice Advice(const TpccRunResult& r) {
+  if (!r.in_process) return {};
   uint64_t table_bytes = 0;
   for (const TpccRunResult::TableMemory& m : r.tables) table_bytes += m.bytes;
-  const auto round_up = [](uint64_t mb) { return (mb | 255) + 1; };  // the next 256 MiB step above mb
-  uint64_t mb = round_up((table_bytes + table_bytes / 4) >> 20);
-  if (prefaulted && mb <= FLAGS_prefault_mb) mb = round_up(FLAGS_prefault_mb + FLAGS_prefault_mb / 4);
-  return mb;
+  const auto faults = static_cast<uint64_t>(std::llround(r.page_faults_per_txn * static_cast<double>(r.committed)));
+  return AdvisePrefault(table_bytes, faults, r.committed, r.seconds, prefaulted_bytes);
 }
 
 void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
@@ -103,9 +98,9 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
     printf(",\"digest\":\"%016lx\",\"cpu_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"kernel_us_per_txn\":%s,"
            "\"page_faults_per_txn\":%.4f,\"prefault_mb\":%lu,\"prefault_suggest_mb\":%lu,\"staged_alloc\":%s",
            static_cast<unsigned long>(r.digest), r.cpu_us_per_txn, r.worker_us_per_txn,
-           prefaulted ? "null" : absl::StrFormat("%.3f", r.kernel_us_per_txn).c_str(), r.page_faults_per_txn,
-           static_cast<unsigned long>(prefaulted ? FLAGS_prefault_mb : 0),
-           static_cast<unsigned long>(SuggestPrefaultMb(r)), FLAGS_staged_alloc ? "true" : "false");
+           prefaulted_bytes != 0 ? "null" : absl::StrFormat("%.3f", r.kernel_us_per_txn).c_str(), r.page_faults_per_txn,
+           static_cast<unsigned long>(prefaulted_bytes != 0 ? FLAGS_prefault_mb : 0),
+           static_cast<unsigned long>(Advice(r).mb), FLAGS_staged_alloc ? "true" : "false");
     printf(",\"elision\":%s,\"latch_elided\":%lu,\"latch_fallback\":%lu,\"latch_aborts\":{", r.elision ? "true" : "false",
            static_cast<unsigned long>(r.latches.elided), static_cast<unsigned long>(r.latches.fallback));
     for (int i = 0; i < ElidedLatch::kNumAbortCauses; ++i)
@@ -167,24 +162,33 @@ void PrintSummary(const TpccRunResult& r) {
            static_cast<unsigned long>(r.window_steps_back_up), static_cast<unsigned long>(r.starved));
     printf("  process CPU %.2f us per txn, of it workers %.2f us, kernel %s%s; %.3f page faults per txn\n",
            r.cpu_us_per_txn, r.worker_us_per_txn,
-           prefaulted ? "n/a after --prefault_mb" : absl::StrFormat("%.2f us", r.kernel_us_per_txn).c_str(),
+           prefaulted_bytes != 0 ? "n/a after --prefault_mb" : absl::StrFormat("%.2f us", r.kernel_us_per_txn).c_str(),
            FLAGS_staged_alloc ? " (staged allocation)" : "", r.page_faults_per_txn);
     PrintLatches(r);
     printf("  state digest %016lx\n", static_cast<unsigned long>(r.digest));
     // New rows that page-faulted: on a VM these first touches can cost
     // several times more once the host has to back the memory, and a long
     // run slows in steps (docs/STORAGE.md, "Memory faulted in ahead").
-    if (const uint64_t suggest_mb = SuggestPrefaultMb(r); suggest_mb > 0) {
-      if (prefaulted)
-        printf("  note: --prefault_mb=%lu was too small: new rows still took %.3f page faults per txn; "
-               "--prefault_mb=%lu covers this run's tables\n",
-               static_cast<unsigned long>(FLAGS_prefault_mb), r.page_faults_per_txn,
-               static_cast<unsigned long>(suggest_mb));
-      else
+    switch (const PrefaultAdvice a = Advice(r); a.kind) {
+      case PrefaultAdvice::kNone:
+        break;
+      case PrefaultAdvice::kSuggest:
         printf("  note: new rows took %.3f page faults per txn; on a VM they can slow a long run in steps. "
                "--prefault_mb=%lu maps this run's memory before it starts (docs/STORAGE.md, \"Memory faulted in "
                "ahead\")\n",
-               r.page_faults_per_txn, static_cast<unsigned long>(suggest_mb));
+               r.page_faults_per_txn, static_cast<unsigned long>(a.mb));
+        break;
+      case PrefaultAdvice::kTooSmall:
+        printf("  note: the %lu MiB faulted in ahead were too few: new rows still took %.3f page faults per txn; "
+               "--prefault_mb=%lu covers this run's tables\n",
+               static_cast<unsigned long>(prefaulted_bytes >> 20), r.page_faults_per_txn,
+               static_cast<unsigned long>(a.mb));
+        break;
+      case PrefaultAdvice::kFaultsElsewhere:
+        printf("  note: the tables fit in the %lu MiB faulted in ahead, yet the run took %.3f page faults per "
+               "txn: allocations the kept memory could not serve (common/prefault.h, Limits)\n",
+               static_cast<unsigned long>(prefaulted_bytes >> 20), r.page_faults_per_txn);
+        break;
     }
   }
   fflush(stdout);
@@ -287,7 +291,7 @@ int TpccCommand() {
       fprintf(stderr, "detdb-bench: --prefault_mb: %s\n", std::string(pf.status().message()).c_str());
       return absl::IsResourceExhausted(pf.status()) || absl::IsInternal(pf.status()) ? 1 : 2;
     }
-    prefaulted = true;
+    prefaulted_bytes = pf->bytes;
     if (!FLAGS_json)
       fprintf(stderr, "detdb-bench: %lu MiB of heap faulted in ahead, in %.1f s\n",
               static_cast<unsigned long>(pf->bytes >> 20), pf->seconds);

@@ -203,6 +203,49 @@ __attribute__((no_sanitize("vptr"))) inline absl::StatusOr<PrefaultReport> Prefa
 #endif
 }
 
+// What to tell a run about --prefault_mb afterwards (the benchmarks' note
+// and their JSON field prefault_suggest_mb).
+struct PrefaultAdvice {
+  enum Kind {
+    kNone,             // nothing to say
+    kSuggest,          // no prefault, and a long run page-faulted: try `mb`
+    kTooSmall,         // a prefault the tables outgrew: `mb` covers them
+    kFaultsElsewhere,  // a prefault the tables fit in, and faults anyway
+                       // (allocations the kept spans could not serve: Limits)
+  };
+  Kind kind = kNone;
+  uint64_t mb = 0;  // kSuggest, kTooSmall: the size to give; else 0
+};
+
+// Advice for a run that ended with tables of `table_bytes`, took `faults`
+// page faults over `txns` txns in `seconds`, after PrefaultHeap faulted in
+// `prefaulted_bytes` (0: no prefault). Advice needs 0.02 faults per txn or
+// more and 4096 faults (16 MiB) or more, and, without a prefault, a run of
+// 20 s or more (a shorter one hardly slows). The size is the tables' MiB
+// plus 25%, rounded up to the next 256 MiB step (saturated); with a
+// prefault it is advised only if it exceeds what was faulted in (a run
+// whose tables fit is never told a larger size for faults that are not
+// the tables').
+inline PrefaultAdvice AdvisePrefault(uint64_t table_bytes, uint64_t faults, uint64_t txns, double seconds,
+                                     uint64_t prefaulted_bytes) {
+  PrefaultAdvice a;
+  if (txns == 0 || faults < 4096 || static_cast<double>(faults) < 0.02 * static_cast<double>(txns)) return a;
+  if (prefaulted_bytes == 0 && seconds < 20) return a;
+  const uint64_t table_mb = table_bytes >> 20;  // at most 2^44: + 25% cannot overflow
+  const uint64_t want = table_mb + table_mb / 4;
+  const uint64_t mb = want > UINT64_MAX - 256 ? UINT64_MAX & ~uint64_t{255} : (want | 255) + 1;
+  if (prefaulted_bytes == 0) {
+    a.kind = PrefaultAdvice::kSuggest;
+  } else if (mb > (prefaulted_bytes >> 20)) {
+    a.kind = PrefaultAdvice::kTooSmall;
+  } else {
+    a.kind = PrefaultAdvice::kFaultsElsewhere;
+    return a;
+  }
+  a.mb = mb;
+  return a;
+}
+
 }  // namespace detdb
 
 #endif  // DETDB_COMMON_PREFAULT_H_

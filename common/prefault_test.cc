@@ -112,5 +112,50 @@ TEST_F(Prefault, RefusesMoreThanTheMachineHas) {
   EXPECT_EQ(MiBToBytes(uint64_t{1} << 50), UINT64_MAX);
 }
 
+// AdvisePrefault: when a run is told what to give --prefault_mb, and what.
+TEST(PrefaultAdvice, NeedsEnoughFaultsAndALongRunWithoutAPrefault) {
+  const uint64_t tables = uint64_t{1000} << 20;  // 1000 MiB: + 25% = 1250 -> 1280
+  // 0.15 faults per txn over 1M txns, 20 s, no prefault: suggested.
+  PrefaultAdvice a = AdvisePrefault(tables, 150000, 1000000, 20, 0);
+  EXPECT_EQ(a.kind, PrefaultAdvice::kSuggest);
+  EXPECT_EQ(a.mb, 1280u);
+  // 19.9 s: a short run hardly slows.
+  EXPECT_EQ(AdvisePrefault(tables, 150000, 1000000, 19.9, 0).kind, PrefaultAdvice::kNone);
+  // Under 0.02 faults per txn, or under 4096 faults, or no txns: nothing.
+  EXPECT_EQ(AdvisePrefault(tables, 19999, 1000000, 60, 0).kind, PrefaultAdvice::kNone);
+  EXPECT_EQ(AdvisePrefault(tables, 4095, 10000, 60, 0).kind, PrefaultAdvice::kNone);
+  EXPECT_EQ(AdvisePrefault(tables, 4096, 10000, 60, 0).kind, PrefaultAdvice::kSuggest);
+  EXPECT_EQ(AdvisePrefault(tables, 5000, 0, 60, 0).kind, PrefaultAdvice::kNone);
+}
+
+TEST(PrefaultAdvice, RoundsUpToTheNext256MiBStep) {
+  // + 25% of the tables' MiB, then strictly above, in 256 MiB steps.
+  EXPECT_EQ(AdvisePrefault(0, 10000, 100000, 30, 0).mb, 256u);
+  EXPECT_EQ(AdvisePrefault(uint64_t{204} << 20, 10000, 100000, 30, 0).mb, 256u);  // 255
+  EXPECT_EQ(AdvisePrefault(uint64_t{205} << 20, 10000, 100000, 30, 0).mb, 512u);  // 256
+  // Saturated, never 0 ("none"), for any table size.
+  const PrefaultAdvice huge = AdvisePrefault(UINT64_MAX, 10000, 100000, 30, 0);
+  EXPECT_EQ(huge.kind, PrefaultAdvice::kSuggest);
+  EXPECT_GT(huge.mb, 0u);
+  EXPECT_EQ(huge.mb % 256, 0u);
+}
+
+TEST(PrefaultAdvice, WithAPrefaultOnlyASizeAboveIt) {
+  const uint64_t tables = uint64_t{1000} << 20;  // asks for 1280 MiB
+  // Any length of run: 1 s with 64 MiB faulted in is too small.
+  PrefaultAdvice a = AdvisePrefault(tables, 150000, 1000000, 1, uint64_t{64} << 20);
+  EXPECT_EQ(a.kind, PrefaultAdvice::kTooSmall);
+  EXPECT_EQ(a.mb, 1280u);
+  // 1216 MiB (19 blocks) faulted in: 1280 is still above it.
+  EXPECT_EQ(AdvisePrefault(tables, 150000, 1000000, 1, uint64_t{1216} << 20).kind, PrefaultAdvice::kTooSmall);
+  // 1280 faulted in (what the advice said) and faults anyway: not the
+  // tables, so no size (no ever larger sizes for faults the tables do not take).
+  a = AdvisePrefault(tables, 150000, 1000000, 1, uint64_t{1280} << 20);
+  EXPECT_EQ(a.kind, PrefaultAdvice::kFaultsElsewhere);
+  EXPECT_EQ(a.mb, 0u);
+  // And nothing at all without enough faults.
+  EXPECT_EQ(AdvisePrefault(tables, 100, 1000000, 1, uint64_t{64} << 20).kind, PrefaultAdvice::kNone);
+}
+
 }  // namespace
 }  // namespace detdb
