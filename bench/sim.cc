@@ -149,7 +149,7 @@ class Sim {
   std::vector<double> submit_t_;               // by client seq
   std::vector<double> latencies_;
   absl::flat_hash_map<uint64_t, SubBatchRef> in_flight_;  // sub-batches on their way
-  uint64_t next_slot_ = 0, next_seq_ = 0, epoch_ = 1;
+  uint64_t next_slot_ = 0, next_seq_ = 0;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q_;
   uint64_t seq_ = 0;
   double begin_ = 0, end_ = 0;
