@@ -289,7 +289,7 @@ int TpccCommand() {
     auto pf = PrefaultHeap(MiBToBytes(FLAGS_prefault_mb));
     if (!pf.ok()) {
       fprintf(stderr, "detdb-bench: --prefault_mb: %s\n", std::string(pf.status().message()).c_str());
-      return absl::IsResourceExhausted(pf.status()) || absl::IsInternal(pf.status()) ? 1 : 2;
+      return PrefaultExitCode(pf.status());
     }
     prefaulted_bytes = pf->bytes;
     if (!FLAGS_json)

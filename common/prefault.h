@@ -203,6 +203,13 @@ __attribute__((no_sanitize("vptr"))) inline absl::StatusOr<PrefaultReport> Prefa
 #endif
 }
 
+// The exit status of a program whose --prefault_mb failed: 1 when the
+// machine could not (out of memory, an allocator that unmapped it), 2 when
+// the request itself cannot work here (too large, no tcmalloc, a heap limit).
+inline int PrefaultExitCode(const absl::Status& s) {
+  return absl::IsResourceExhausted(s) || absl::IsInternal(s) ? 1 : 2;
+}
+
 // What to tell a run about --prefault_mb afterwards (the benchmarks' note
 // and their JSON field prefault_suggest_mb).
 struct PrefaultAdvice {
@@ -222,7 +229,7 @@ struct PrefaultAdvice {
 // `prefaulted_bytes` (0: no prefault). Advice needs 0.02 faults per txn or
 // more and 4096 faults (16 MiB) or more, and, without a prefault, a run of
 // 20 s or more (a shorter one hardly slows). The size is the tables' MiB
-// plus 25%, rounded up to the next 256 MiB step (saturated); with a
+// plus 25%, rounded up to the next 256 MiB step; with a
 // prefault it is advised only if it exceeds what was faulted in (a run
 // whose tables fit is never told a larger size for faults that are not
 // the tables').
@@ -231,9 +238,8 @@ inline PrefaultAdvice AdvisePrefault(uint64_t table_bytes, uint64_t faults, uint
   PrefaultAdvice a;
   if (txns == 0 || faults < 4096 || static_cast<double>(faults) < 0.02 * static_cast<double>(txns)) return a;
   if (prefaulted_bytes == 0 && seconds < 20) return a;
-  const uint64_t table_mb = table_bytes >> 20;  // at most 2^44: + 25% cannot overflow
-  const uint64_t want = table_mb + table_mb / 4;
-  const uint64_t mb = want > UINT64_MAX - 256 ? UINT64_MAX & ~uint64_t{255} : (want | 255) + 1;
+  const uint64_t table_mb = table_bytes >> 20;  // at most 2^44: neither step below can overflow
+  const uint64_t mb = ((table_mb + table_mb / 4) | 255) + 1;
   if (prefaulted_bytes == 0) {
     a.kind = PrefaultAdvice::kSuggest;
   } else if (mb > (prefaulted_bytes >> 20)) {

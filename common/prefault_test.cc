@@ -133,7 +133,7 @@ TEST(PrefaultAdvice, RoundsUpToTheNext256MiBStep) {
   EXPECT_EQ(AdvisePrefault(0, 10000, 100000, 30, 0).mb, 256u);
   EXPECT_EQ(AdvisePrefault(uint64_t{204} << 20, 10000, 100000, 30, 0).mb, 256u);  // 255
   EXPECT_EQ(AdvisePrefault(uint64_t{205} << 20, 10000, 100000, 30, 0).mb, 512u);  // 256
-  // Saturated, never 0 ("none"), for any table size.
+  // Never 0 ("none"), for any table size.
   const PrefaultAdvice huge = AdvisePrefault(UINT64_MAX, 10000, 100000, 30, 0);
   EXPECT_EQ(huge.kind, PrefaultAdvice::kSuggest);
   EXPECT_GT(huge.mb, 0u);

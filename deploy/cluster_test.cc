@@ -106,7 +106,7 @@ DriveResult Drive(ClusterClient* cc, uint32_t clients, int txns_per_client, doub
 
 // The largest (or smallest) of the nodes' open epochs (NodeInfo.epoch: the
 // epoch their sequencers fill now).
-uint64_t MaxEpoch(ClusterClient* cc, bool smallest = false) {
+uint64_t OpenEpoch(ClusterClient* cc, bool smallest = false) {
   auto infos = cc->InfoAll(seconds(5));
   EXPECT_TRUE(infos.ok()) << infos.status();
   uint64_t e = smallest ? UINT64_MAX : 0;
@@ -156,10 +156,10 @@ TEST_P(ClusterTest, EveryNodeEqualsTheSerialReplayOfTheGlobalOrder) {
   DriveResult run = Drive(cc->get(), kClients, kTxns / 2, 0.3, 11);
   // A snapshot at an epoch boundary just ahead, taken while the second half
   // of the txns streams in: every node pauses there for its digests.
-  const uint64_t boundary = MaxEpoch(cc->get()) + 300;  // well ahead, also under the sanitizers
+  const uint64_t boundary = OpenEpoch(cc->get()) + 300;  // well ahead, also under the sanitizers
   std::map<uint32_t, uint64_t> mid_digests;
   std::thread snapper([&] { mid_digests = SnapshotAll(cluster.config(), boundary); });
-  while (MaxEpoch(cc->get()) + 1 < boundary) std::this_thread::sleep_for(milliseconds(1));
+  while (OpenEpoch(cc->get()) + 1 < boundary) std::this_thread::sleep_for(milliseconds(1));
   // Each Drive submits all its txns at once, so a fast burst can land
   // wholly in the epoch before the boundary: the last kLast of each client
   // go only once every node's sequencer is past it, so that the run
@@ -167,7 +167,7 @@ TEST_P(ClusterTest, EveryNodeEqualsTheSerialReplayOfTheGlobalOrder) {
   constexpr int kLast = 25;
   const DriveResult second = Drive(cc->get(), kClients, kTxns / 2 - kLast, 0.3, 11, seconds(120), kTxns / 2);
   const auto past_deadline = std::chrono::steady_clock::now() + seconds(60);
-  while (MaxEpoch(cc->get(), /*smallest=*/true) <= boundary && std::chrono::steady_clock::now() < past_deadline)
+  while (OpenEpoch(cc->get(), /*smallest=*/true) <= boundary && std::chrono::steady_clock::now() < past_deadline)
     std::this_thread::sleep_for(milliseconds(1));
   const DriveResult third = Drive(cc->get(), kClients, kLast, 0.3, 11, seconds(120), kTxns - kLast);
   snapper.join();
@@ -182,7 +182,7 @@ TEST_P(ClusterTest, EveryNodeEqualsTheSerialReplayOfTheGlobalOrder) {
   ASSERT_EQ(mid_digests.size(), o.nodes * o.partitions_per_node);
 
   // Digests at a boundary after every epoch any txn could be in.
-  const std::map<uint32_t, uint64_t> digests = SnapshotAll(cluster.config(), MaxEpoch(cc->get()) + 300);
+  const std::map<uint32_t, uint64_t> digests = SnapshotAll(cluster.config(), OpenEpoch(cc->get()) + 300);
   std::vector<pb::Txn> order;
   for (uint32_t n = 0; n < o.nodes; ++n) {
     auto h = (*cc)->node(n)->History(seconds(30));
@@ -398,7 +398,7 @@ TEST(ClusterBadInput, RefusedCountedNotSequencedAndOthersServed) {
   EXPECT_EQ(info->duplicates(), 1u);
   // Nothing bad was sequenced: the history holds the good client's txns and
   // the one accepted (9, 20), nothing else.
-  EXPECT_EQ(SnapshotAll(cluster.config(), MaxEpoch(cc->get()) + 300).size(), 3u);  // all idle past every txn
+  EXPECT_EQ(SnapshotAll(cluster.config(), OpenEpoch(cc->get()) + 300).size(), 3u);  // all idle past every txn
   int sequenced = 0, from9 = 0, from11 = 0;
   for (uint32_t n = 0; n < 3; ++n) {
     auto h = (*cc)->node(n)->History(seconds(10));

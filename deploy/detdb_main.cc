@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
     auto pf = detdb::PrefaultHeap(detdb::MiBToBytes(FLAGS_prefault_mb));
     if (!pf.ok()) {
       fprintf(stderr, "detdb: --prefault_mb: %s\n", std::string(pf.status().message()).c_str());
-      return absl::IsResourceExhausted(pf.status()) || absl::IsInternal(pf.status()) ? 1 : 2;
+      return detdb::PrefaultExitCode(pf.status());
     }
     LOG(INFO) << (pf->bytes >> 20) << " MiB of heap faulted in ahead, in " << pf->seconds << " s";
   }
