@@ -44,7 +44,7 @@ absl::Status TxnExecutor::ExecContext::Write(Key key, std::string_view value) {
   store_->Prefetch(key);  // its bucket, for applying the write after the procedure
   BufferedWrite& w = Buffer(key);
   if (w.value == nullptr || w.size != value.size()) {
-    w.value = st_->arena.Allocate(value.size());
+    w.value = values_->Allocate(value.size());
     w.size = static_cast<uint32_t>(value.size());
   }
   std::memmove(w.value, value.data(), value.size());  // value may be a view of w.value
@@ -106,12 +106,12 @@ absl::StatusOr<absl::Span<char>> TxnExecutor::ExecContext::Update(Key key) {
     // In place (see PartitionTxn::BufferedWrite): the stored value moves
     // to a copy, which the txn's read of the key now views (Read of a
     // declared key sees the stored value) and Rollback puts back.
-    char* undo = st_->arena.Allocate(value.size());
+    char* undo = values_->Allocate(value.size());
     std::memcpy(undo, value.data(), value.size());
     MutableRead(v)->data = undo;
     w.value = record->value();
   } else {
-    w.value = st_->arena.Allocate(value.size());
+    w.value = values_->Allocate(value.size());
     std::memcpy(w.value, value.data(), value.size());
   }
   return absl::Span<char>(w.value, w.size);

@@ -2,7 +2,7 @@
 // at one partition (scheduler/procedure.h has the contract). Reads come from
 // the txn's read entries (local records and remote reads), or from the store
 // for keys a declared key covers; writes are buffered in the PartitionTxn
-// (its arena holds their values) and applied by TxnExecutor::Run after the
+// (their values on the run's value arena) and applied by TxnExecutor::Run after the
 // procedure, except an Update of a declared local record, which changes the
 // record in place and keeps an undo image (docs/ENGINE.md, "In-place
 // Update"). Internal to the scheduler library: only partition_txn.cc and
@@ -32,9 +32,11 @@ namespace detdb {
 
 class TxnExecutor::ExecContext final : public TxnContext {
  public:
-  ExecContext(PartitionTxn* st, PartitionStore* store, KeyCover cover, RangeCover range_cover,
+  // values: where buffered values and undo copies go (see TxnExecutor::Run).
+  ExecContext(PartitionTxn* st, ByteArena* values, PartitionStore* store, KeyCover cover, RangeCover range_cover,
               const Partitioner* partitioner, PartitionId self, IntentAgent* agent)
       : st_(st),
+        values_(values),
         store_(store),
         cover_(cover),
         range_cover_(range_cover),
@@ -131,6 +133,7 @@ class TxnExecutor::ExecContext final : public TxnContext {
   }
 
   PartitionTxn* const st_;
+  ByteArena* const values_;
   PartitionStore* const store_;
   const KeyCover cover_;
   const RangeCover range_cover_;

@@ -63,6 +63,17 @@ char* ByteArena::AllocateOnHeap(size_t n) {
   return p;
 }
 
+bool ByteArena::Contains(const void* p) const {
+  const auto in = [p](const std::unique_ptr<char[]>& b, size_t n) {
+    return std::less_equal<const void*>()(b.get(), p) && std::less<const void*>()(p, b.get() + n);
+  };
+  for (const auto& b : blocks_)
+    if (in(b, kBlock)) return true;
+  for (const auto& b : large_)
+    if (in(b, 1)) return true;  // a large value's first byte (what Allocate returned)
+  return false;
+}
+
 void ByteArena::Reset() {
   if (staged_ != nullptr) return;  // freed in bulk
   current_ = 0;
@@ -222,7 +233,12 @@ void TxnExecutor::AddRemote(PartitionTxn* st, const pb::RemoteReads& msg) {
   ++st->remote_received;
 }
 
-bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent) const {
+bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent, ByteArena* values) const {
+  if (values == nullptr || st->staged != nullptr) {
+    values = &st->arena;  // after the remote reads, which stay
+  } else {
+    values->Reset();
+  }
   const pb::Txn& txn = *st->txn;
   std::string result;
   absl::Status s;
@@ -238,7 +254,7 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent
       std::sort(st->declared_writes.begin(), st->declared_writes.end());
       st->write_index.clear();
     }
-    ExecContext ctx(st, store_, procedures_->key_cover(), procedures_->range_cover(), partitioner_, self_, agent);
+    ExecContext ctx(st, values, store_, procedures_->key_cover(), procedures_->range_cover(), partitioner_, self_, agent);
     s = proc(&ctx, &result);
     if (!s.ok()) ctx.Rollback();
   }

@@ -50,9 +50,10 @@ class ReplySink {
 std::vector<PartitionId> ParticipantsOf(const pb::Txn& txn);
 std::vector<PartitionId> ExecutorsOf(const pb::Txn& txn);
 
-// Bytes for one txn's buffered writes and remote reads: stable addresses (a
-// procedure may hold a view of a value it wrote while it writes more), reused
-// by the next txn of the PartitionTxn without going back to the heap. With a staged
+// Bytes with stable addresses (a procedure may hold a view of a value it
+// wrote while it writes more), reused after Reset without going back to the
+// heap: a txn's remote reads, and the values its procedure buffers (each
+// worker's own arena, reset per run: TxnExecutor::Run). With a staged
 // resource, every value comes from it instead (freed in bulk, Reset a no-op).
 class ByteArena {
  public:
@@ -72,6 +73,9 @@ class ByteArena {
     return AllocateOnHeap(n);
   }
   void Reset();
+  // p is in one of the arena's heap blocks (for tests; not with a staged
+  // resource).
+  bool Contains(const void* p) const;
 
  private:
   char* AllocateOnHeap(size_t n);
@@ -145,7 +149,8 @@ struct PartitionTxn {
   std::pmr::vector<Value> reads;                       // local, then remote
   struct BufferedWrite {
     Key key;
-    // value_size bytes: in `arena`, or the record's own (in_place()).
+    // value_size bytes: in the run's value arena (TxnExecutor::Run), or the
+    // record's own (in_place()). Dead once Run returns.
     char* value;
     uint32_t size;
     bool erase;   // a Delete
@@ -157,7 +162,7 @@ struct PartitionTxn {
     Record* record = nullptr;
     // An Update of a declared read and write of a local record changes the
     // record itself, with no copy out and back: the stored value first
-    // moves to a copy on `arena`, which the txn's read of the key views
+    // moves to a copy on the run's value arena, which the txn's read of the key views
     // from then on (so Read still sees the stored value) and which goes
     // back into the record if the procedure fails (ExecContext::Rollback).
     // The txn's lock keeps other txns off the record and its IX intent lock
@@ -170,7 +175,9 @@ struct PartitionTxn {
   // One bit per buffered key (WriteBit): a key whose bit is clear has no
   // buffered write, so a new key's Write skips the search of `writes`.
   uint64_t write_filter = 0;
-  ByteArena arena;  // the buffered values and the remote reads' bytes
+  // The remote reads' bytes; and the buffered values of a run given no
+  // worker arena, or of a staged txn (TxnExecutor::Run).
+  ByteArena arena;
   // Large txns only (see kIndexAbove): reads sorted by key, declared write
   // keys sorted, and buffered writes by key, so Read/Write stay O(log n).
   bool indexed = false;
@@ -246,7 +253,14 @@ class TxnExecutor {
   // Returns whether it committed (false: a deterministic abort). A runner
   // that counts outcomes counts them before it calls Reply, so that a client
   // that has its reply never sees a count without its txn.
-  bool Run(PartitionTxn* st, pb::TxnResult* result, IntentAgent* agent) const;
+  // The procedure's buffered values and undo copies live only until Run
+  // returns: `values`, if given, holds them (Reset here first), so a worker
+  // passes one arena of its own for all its txns, whose bytes stay in its
+  // core's cache; a pooled state's own arena was last touched a whole
+  // window of txns ago (docs/ENGINE.md, "The worker's value arena").
+  // nullptr, or a staged st: st's own arena.
+  // REQUIRES: no other thread uses `values` during the call.
+  bool Run(PartitionTxn* st, pb::TxnResult* result, IntentAgent* agent, ByteArena* values = nullptr) const;
   // A table operation's part on this partition: IX on the partition, X on
   // the table (waiting for scans, revoking the workers' cached intents),
   // then the truncate or this partition's rows of the bulk load. Fills

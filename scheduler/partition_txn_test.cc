@@ -6,6 +6,7 @@
 #include "scheduler/partition_txn.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -208,6 +209,12 @@ class UpdateTest : public ::testing::TestWithParam<bool> {
   const Record* Get(Key k) const { return stores_[partitioner_.PartitionOf(k)]->Get(k); }
   uint64_t CounterOf(Key k, int i) const { return Counter(Get(k)->value(), i); }
 
+  // Each partition's worker arena (TxnExecutor::Run), reused by every txn
+  // of the test as a worker reuses its own.
+  std::array<ByteArena, kPartitions> values_;
+  // The engine's states of the last txn, kept after its run.
+  std::vector<std::unique_ptr<PartitionTxn>> last_sts_;
+
  private:
   // The worker-side steps of every participant, remote reads handed over
   // by a transport that queues them.
@@ -237,11 +244,12 @@ class UpdateTest : public ::testing::TestWithParam<bool> {
       if (sts[p]->executor) {
         CHECK(!sts[p]->MissingRemoteReads());
         pb::TxnResult r;
-        execs[p]->Run(sts[p].get(), &r, agents[p].get());
+        execs[p]->Run(sts[p].get(), &r, agents[p].get(), &values_[p]);
         if (sts[p]->coordinator) result = r;
       }
       agents[p]->EndTxn();
     }
+    last_sts_ = std::move(sts);
     return result;
   }
   pb::TxnResult RunSerial(const pb::Txn& txn) {
@@ -361,6 +369,42 @@ TEST_P(UpdateTest, MultiPartitionUpdatesApplyOnlyOnTheirOwnPartition) {
 
 INSTANTIATE_TEST_SUITE_P(EngineAndSerial, UpdateTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Engine" : "Serial"; });
+
+// The engine only: where Run puts a procedure's bytes.
+using WorkerArenaTest = UpdateTest;
+
+// A buffered value and an in-place Update's undo copy live on the worker's
+// arena passed to Run, not on the txn's own (which a pooled state last
+// touched a window of txns ago); a later txn reuses the arena and every
+// applied row stays right.
+TEST_P(WorkerArenaTest, BufferedValuesAndUndoCopiesLiveOnTheWorkersArena) {
+  const Key k = K(4);
+  const PartitionId p = ModPartitioner(kPartitions).PartitionOf(k);
+  ASSERT_EQ(Exec(kReadThenUpdate, {k}), pb::STATUS_OK);  // viewed first: buffered
+  {
+    const PartitionTxn& st = *last_sts_[p];
+    ASSERT_EQ(st.writes.size(), 1u);
+    EXPECT_FALSE(st.writes[0].in_place());
+    EXPECT_TRUE(values_[p].Contains(st.writes[0].value));
+    EXPECT_FALSE(st.arena.Contains(st.writes[0].value));
+  }
+  ASSERT_EQ(Exec(kUpdateOnly, {k}), pb::STATUS_OK);  // in place: the read views the undo copy
+  {
+    const PartitionTxn& st = *last_sts_[p];
+    ASSERT_EQ(st.writes.size(), 1u);
+    EXPECT_TRUE(st.writes[0].in_place());
+    ASSERT_EQ(st.reads.size(), 1u);
+    EXPECT_TRUE(values_[p].Contains(st.reads[0].data));
+    EXPECT_FALSE(st.arena.Contains(st.reads[0].data));
+  }
+  ASSERT_EQ(Exec(kUpdateThenAbort, {k}), pb::STATUS_ABORTED);  // the undo copy put back
+  ASSERT_EQ(Exec(kUpdateTwice, {k}), pb::STATUS_OK);
+  EXPECT_EQ(CounterOf(k, 0), 400u + 1 + 11);  // ReadThenUpdate's +1, UpdateTwice's +11
+  EXPECT_EQ(CounterOf(k, 1), 401u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, WorkerArenaTest, ::testing::Values(true),
+                         [](const ::testing::TestParamInfo<bool>&) { return "Engine"; });
 
 }  // namespace
 }  // namespace detdb

@@ -213,9 +213,10 @@ class Scheduler final : public RemoteReadsReceiver, private CoreListener {
   void OnActiveChanged(uint64_t active) override { active_now_.store(active, std::memory_order_relaxed); }
   // CoreListener: registers st's expected remote reads. REQUIRES: lm_mu_ held.
   void OnTaken(const PartitionTxn& st) override;
-  // Worker side: one step of st, its intent locks taken through `intents`.
+  // Worker side: one step of st, its intent locks taken through `intents`,
+  // its buffered values on the worker's `values` (TxnExecutor::Run).
   // Returns true if st finished here (release it).
-  bool Process(PartitionTxn* st, IntentAgent* intents);
+  bool Process(PartitionTxn* st, IntentAgent* intents, ByteArena* values);
 
   const SchedulerOptions options_;
   // Txns a worker runs between two rounds of reclamation (ReclaimSafe).
