@@ -71,6 +71,17 @@ absl::StatusOr<Row*> UpdateRow(TxnContext* ctx, Key key) {
   return std::launder(reinterpret_cast<Row*>(v->data()));
 }
 
+// This thread's message of type M, cleared: the two hot procedures
+// (New-Order, Payment) reuse one per worker instead of building and freeing
+// one per txn. A procedure never runs inside another on the same thread,
+// and its message is not used after it returns.
+template <typename M>
+M& ThreadMessage() {
+  thread_local M m;
+  m.Clear();
+  return m;
+}
+
 template <typename Args>
 absl::Status ParseArgs(TxnContext* ctx, Args* args) {
   if (!args->ParseFromString(ctx->txn().args()))
@@ -154,18 +165,10 @@ absl::StatusOr<std::vector<uint32_t>> RecentItems(TxnContext* ctx, uint32_t w, u
 // ---- New-Order (clause 2.4.2) ----
 
 absl::Status NewOrder(TxnContext* ctx, std::string* result) {
-  // Arguments and result live on an arena with a stack block: their
-  // fields (and the sub-messages of the first encoding of the lines) cost
-  // no heap allocation.
-  alignas(16) char block[4096];
-  google::protobuf::ArenaOptions arena_options;
-  arena_options.initial_block = block;
-  arena_options.initial_block_size = sizeof(block);
-  google::protobuf::Arena arena(arena_options);
-  tp::NewOrderArgs& a = *google::protobuf::Arena::CreateMessage<tp::NewOrderArgs>(&arena);
-  // (No Reserve: a packed fixed64 array is parsed with one allocation of
-  // its exact length. The older varint encodings grow theirs by doublings,
-  // a cost only old clients and logs pay.)
+  // Arguments and result are the worker thread's own messages, reused
+  // (ParseFromString and Clear keep their fields' capacity): no heap
+  // allocation in the steady state, and no arena to set up and tear down.
+  tp::NewOrderArgs& a = ThreadMessage<tp::NewOrderArgs>();
   absl::Status s = ParseArgs(ctx, &a);
   if (!s.ok()) return s;
   const uint32_t w = a.w_id(), d = a.d_id(), c = a.c_id();
@@ -204,7 +207,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
     return absl::InternalError(absl::StrCat("D_NEXT_O_ID of ", w, "/", d, " is ", o_id));
   (*next)->next_o_id = o_id + 1;
 
-  tp::NewOrderResult& r = *google::protobuf::Arena::CreateMessage<tp::NewOrderResult>(&arena);
+  tp::NewOrderResult& r = ThreadMessage<tp::NewOrderResult>();
   r.set_o_id(static_cast<uint32_t>(o_id));
   r.set_c_last(GetField(customer.last).data(), GetField(customer.last).size());
   r.set_c_credit(GetField(customer.credit).data(), GetField(customer.credit).size());
@@ -290,7 +293,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
 // ---- Payment (clause 2.5.2) ----
 
 absl::Status Payment(TxnContext* ctx, std::string* result) {
-  tp::PaymentArgs a;
+  tp::PaymentArgs& a = ThreadMessage<tp::PaymentArgs>();
   absl::Status s = ParseArgs(ctx, &a);
   if (!s.ok()) return s;
   const uint32_t w = a.w_id(), d = a.d_id(), c_w = a.c_w_id(), c_d = a.c_d_id(), c = a.c_id();
@@ -362,11 +365,14 @@ absl::Status Payment(TxnContext* ctx, std::string* result) {
     return s;
   }
 
-  tp::PaymentResult r;
+  tp::PaymentResult& r = ThreadMessage<tp::PaymentResult>();
   r.set_c_balance(customer.balance);
-  r.set_c_credit(std::string(GetField(customer.credit)));
-  if (bad_credit) r.set_c_data(std::string(GetField(customer.data).substr(0, 200)));
-  *result = r.SerializeAsString();
+  r.set_c_credit(GetField(customer.credit).data(), GetField(customer.credit).size());
+  if (bad_credit) {
+    const std::string_view data = GetField(customer.data).substr(0, 200);
+    r.set_c_data(data.data(), data.size());
+  }
+  r.SerializeToString(result);
   return absl::OkStatus();
 }
 
