@@ -141,6 +141,7 @@ absl::StatusOr<double> ExecNs(uint32_t k, const CalibrateOptions& o) {
   }
   std::vector<double> ns;
   PartitionTxn st;
+  ByteArena values;  // as a worker's (TxnExecutor::Run)
   const std::unique_ptr<IntentAgent> intents = store.intents().NewAgent();
   for (uint32_t r = 0; r < o.rounds; ++r) {
     const uint64_t cpu0 = SelfThreadCpuNs();  // CPU time: see LockNs
@@ -148,7 +149,7 @@ absl::StatusOr<double> ExecNs(uint32_t k, const CalibrateOptions& o) {
       exec.Init(&st, &txn, nullptr);
       exec.AcquireIntents(&st, intents.get());
       exec.ReadLocal(&st);
-      exec.Execute(&st, intents.get());
+      exec.Execute(&st, intents.get(), &values);
       intents->EndTxn();
     }
     ns.push_back(static_cast<double>(SelfThreadCpuNs() - cpu0) / static_cast<double>(n));

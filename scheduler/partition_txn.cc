@@ -1,6 +1,7 @@
 #include "scheduler/partition_txn.h"
 
 #include <algorithm>
+#include <functional>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -254,7 +255,8 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent
       std::sort(st->declared_writes.begin(), st->declared_writes.end());
       st->write_index.clear();
     }
-    ExecContext ctx(st, values, store_, procedures_->key_cover(), procedures_->range_cover(), partitioner_, self_, agent);
+    ExecContext ctx(st, values, store_, procedures_->key_cover(), procedures_->range_cover(), partitioner_, self_,
+                    agent);
     s = proc(&ctx, &result);
     if (!s.ok()) ctx.Rollback();
   }

@@ -98,7 +98,8 @@ class ByteArena {
 struct PartitionTxn {
   using WriteIndex = absl::flat_hash_map<Key, uint32_t, absl::Hash<Key>, std::equal_to<Key>,
                                          std::pmr::polymorphic_allocator<std::pair<const Key, uint32_t>>>;
-  // Containers and buffered values on the heap (pooled).
+  // Containers and remote reads' bytes on the heap (pooled); buffered
+  // values on the run's value arena (TxnExecutor::Run).
   PartitionTxn() : PartitionTxn(nullptr) {}
   // staged: everything of this txn is allocated from it (and never freed
   // one by one); nullptr: the heap.
@@ -270,9 +271,9 @@ class TxnExecutor {
   // Sends the coordinator's reply that Run filled. REQUIRES: st->coordinator.
   void Reply(const PartitionTxn* st, pb::TxnResult&& result) const { replies_->OnTxnResult(*st->txn, std::move(result)); }
   // Run, then Reply if st coordinates.
-  bool Execute(PartitionTxn* st, IntentAgent* agent) const {
+  bool Execute(PartitionTxn* st, IntentAgent* agent, ByteArena* values = nullptr) const {
     pb::TxnResult r;
-    const bool ok = Run(st, &r, agent);
+    const bool ok = Run(st, &r, agent, values);
     if (st->coordinator) Reply(st, std::move(r));
     return ok;
   }

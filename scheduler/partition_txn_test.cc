@@ -2,7 +2,8 @@
 // the engine's (TxnExecutor's ExecContext, which applies an Update of a
 // local read through the record the read found) and the SerialExecutor's
 // (the oracle). Each case runs the same procedure on both and checks the
-// stored rows afterwards. Also ByteArena, the txn's buffer of values.
+// stored rows afterwards. Also ByteArena (a worker's buffer of values, and
+// a txn's of remote reads) and where Run puts the values.
 #include "scheduler/partition_txn.h"
 
 #include <algorithm>
@@ -397,9 +398,29 @@ TEST_P(WorkerArenaTest, BufferedValuesAndUndoCopiesLiveOnTheWorkersArena) {
     EXPECT_TRUE(values_[p].Contains(st.reads[0].data));
     EXPECT_FALSE(st.arena.Contains(st.reads[0].data));
   }
+  // Run resets the arena: the next txn's first value is where this one's was.
+  const char* first = nullptr;
+  ASSERT_EQ(Exec(kReadThenUpdate, {k}), pb::STATUS_OK);
+  first = last_sts_[p]->writes.at(0).value;
+  ASSERT_EQ(Exec(kReadThenUpdate, {k}), pb::STATUS_OK);
+  EXPECT_EQ(last_sts_[p]->writes.at(0).value, first);
+  // A remote read's bytes stay on the txn's own arena (they arrive before
+  // the run, at any worker): k's partition reads k2 from the other one.
+  const Key k2 = ModPartitioner(kPartitions).PartitionOf(K(5)) != p ? K(5) : K(6);
+  ASSERT_NE(ModPartitioner(kPartitions).PartitionOf(k2), p);
+  ASSERT_EQ(Exec(kUpdateOnly, {k}, {k, k2}), pb::STATUS_OK);
+  {
+    const PartitionTxn& st = *last_sts_[p];
+    const PartitionTxn::Value* remote = nullptr;
+    for (const PartitionTxn::Value& v : st.reads)
+      if (v.key == k2) remote = &v;
+    ASSERT_NE(remote, nullptr);
+    EXPECT_TRUE(st.arena.Contains(remote->data));
+    EXPECT_FALSE(values_[p].Contains(remote->data));
+  }
   ASSERT_EQ(Exec(kUpdateThenAbort, {k}), pb::STATUS_ABORTED);  // the undo copy put back
   ASSERT_EQ(Exec(kUpdateTwice, {k}), pb::STATUS_OK);
-  EXPECT_EQ(CounterOf(k, 0), 400u + 1 + 11);  // ReadThenUpdate's +1, UpdateTwice's +11
+  EXPECT_EQ(CounterOf(k, 0), 400u + 3 + 11);  // three ReadThenUpdates, UpdateTwice's +11
   EXPECT_EQ(CounterOf(k, 1), 401u);
 }
 

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -80,6 +81,19 @@ M& ThreadMessage() {
   thread_local M m;
   m.Clear();
   return m;
+}
+
+// Args of at most this many bytes (every well-formed New-Order or Payment:
+// 15 lines take ~150 bytes) are parsed into the thread's message; larger
+// ones into a message of their own (*own), so that one oversized txn does
+// not leave its memory held by the worker's message for good (Clear keeps
+// capacity).
+constexpr size_t kReusedArgsBytes = 4096;
+
+template <typename Args>
+Args& ArgsMessage(TxnContext* ctx, std::optional<Args>* own) {
+  if (ctx->txn().args().size() <= kReusedArgsBytes) return ThreadMessage<Args>();
+  return own->emplace();
 }
 
 template <typename Args>
@@ -168,7 +182,8 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
   // Arguments and result are the worker thread's own messages, reused
   // (ParseFromString and Clear keep their fields' capacity): no heap
   // allocation in the steady state, and no arena to set up and tear down.
-  tp::NewOrderArgs& a = ThreadMessage<tp::NewOrderArgs>();
+  std::optional<tp::NewOrderArgs> own;
+  tp::NewOrderArgs& a = ArgsMessage(ctx, &own);
   absl::Status s = ParseArgs(ctx, &a);
   if (!s.ok()) return s;
   const uint32_t w = a.w_id(), d = a.d_id(), c = a.c_id();
@@ -293,7 +308,8 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
 // ---- Payment (clause 2.5.2) ----
 
 absl::Status Payment(TxnContext* ctx, std::string* result) {
-  tp::PaymentArgs& a = ThreadMessage<tp::PaymentArgs>();
+  std::optional<tp::PaymentArgs> own;
+  tp::PaymentArgs& a = ArgsMessage(ctx, &own);
   absl::Status s = ParseArgs(ctx, &a);
   if (!s.ok()) return s;
   const uint32_t w = a.w_id(), d = a.d_id(), c_w = a.c_w_id(), c_d = a.c_d_id(), c = a.c_id();

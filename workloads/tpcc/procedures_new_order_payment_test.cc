@@ -267,6 +267,32 @@ TEST_F(ProceduresTest, NewOrderRefusesMalformedLines) {
   EXPECT_EQ(db_.Digests(), before);
 }
 
+// New-Order and Payment parse small args into a message each worker
+// thread reuses and oversized ones into their own (procedures.cc,
+// kReusedArgsBytes): an oversized txn is refused on its merits, and the
+// normal txns on either side of it run as ever; an oversized valid one
+// runs too.
+TEST_F(ProceduresTest, OversizedArgsBesideTheReusedMessages) {
+  Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 2, 1, {{1, 1, 5}, {2, 1, 8}})));
+  pb::Txn t = NewOrderTxn(&db_, 1, 2, 1, std::vector<Line>(2000, Line{1, 1, 1}), {}, LineEncoding::kArrays);
+  ASSERT_GT(t.args().size(), 4096u);
+  pb::TxnResult r = db_.Run(t);
+  EXPECT_EQ(r.status(), pb::STATUS_ABORTED);
+  EXPECT_NE(r.error().find("with 2000 lines"), std::string::npos) << r.error();
+  // A Payment with an unknown field of 5000 bytes (field 100, length-
+  // delimited; proto3 keeps unknown fields): oversized, yet valid.
+  pb::Txn p = PaymentTxn(&db_, 1, 2, 1, 2, 1, 100);
+  p.mutable_args()->append("\xa2\x06\x88\x27");  // tag (100 << 3 | 2), then length 5000
+  p.mutable_args()->append(5000, 'x');
+  ASSERT_GT(p.args().size(), 4096u);
+  Ok<tp::PaymentResult>(db_.Run(p));
+  const auto no = Ok<tp::NewOrderResult>(db_.Run(NewOrderTxn(&db_, 1, 2, 1, {{3, 1, 2}})));
+  EXPECT_EQ(no.o_id(), 2u);
+  ASSERT_EQ(no.s_quantity_size(), 1);
+  EXPECT_EQ(no.brand_generic().size(), 1u);
+  Ok<tp::PaymentResult>(db_.Run(PaymentTxn(&db_, 1, 2, 1, 2, 1, 100)));
+}
+
 TEST_F(ProceduresTest, BadArgumentsAreRefused) {
   tp::NewOrderArgs a;
   a.set_w_id(1);
