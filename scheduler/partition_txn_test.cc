@@ -380,7 +380,8 @@ using WorkerArenaTest = UpdateTest;
 // applied row stays right.
 TEST_P(WorkerArenaTest, BufferedValuesAndUndoCopiesLiveOnTheWorkersArena) {
   const Key k = K(4);
-  const PartitionId p = ModPartitioner(kPartitions).PartitionOf(k);
+  const ModPartitioner partitioner(kPartitions);
+  const PartitionId p = partitioner.PartitionOf(k);
   ASSERT_EQ(Exec(kReadThenUpdate, {k}), pb::STATUS_OK);  // viewed first: buffered
   {
     const PartitionTxn& st = *last_sts_[p];
@@ -399,15 +400,14 @@ TEST_P(WorkerArenaTest, BufferedValuesAndUndoCopiesLiveOnTheWorkersArena) {
     EXPECT_FALSE(st.arena.Contains(st.reads[0].data));
   }
   // Run resets the arena: the next txn's first value is where this one's was.
-  const char* first = nullptr;
   ASSERT_EQ(Exec(kReadThenUpdate, {k}), pb::STATUS_OK);
-  first = last_sts_[p]->writes.at(0).value;
+  const char* first = last_sts_[p]->writes.at(0).value;
   ASSERT_EQ(Exec(kReadThenUpdate, {k}), pb::STATUS_OK);
   EXPECT_EQ(last_sts_[p]->writes.at(0).value, first);
   // A remote read's bytes stay on the txn's own arena (they arrive before
   // the run, at any worker): k's partition reads k2 from the other one.
-  const Key k2 = ModPartitioner(kPartitions).PartitionOf(K(5)) != p ? K(5) : K(6);
-  ASSERT_NE(ModPartitioner(kPartitions).PartitionOf(k2), p);
+  const Key k2 = partitioner.PartitionOf(K(5)) != p ? K(5) : K(6);
+  ASSERT_NE(partitioner.PartitionOf(k2), p);
   ASSERT_EQ(Exec(kUpdateOnly, {k}, {k, k2}), pb::STATUS_OK);
   {
     const PartitionTxn& st = *last_sts_[p];
