@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -42,14 +43,14 @@ struct ModeThenSlotLess {
   }
 };
 // Sorts without allocating: insertion sort for the usual small txn.
-template <typename Less>
-void SortSmall(NormRequest* a, size_t n, Less less) {
+template <typename T, typename Less>
+void SortSmall(T* a, size_t n, Less less) {
   if (n > 32) {
     std::sort(a, a + n, less);
     return;
   }
   for (size_t i = 1; i < n; ++i) {
-    NormRequest v = a[i];
+    T v = a[i];
     size_t j = i;
     for (; j > 0 && less(v, a[j - 1]); --j) a[j] = a[j - 1];
     a[j] = v;
@@ -87,8 +88,9 @@ uint32_t NormalizeRequests(std::span<const Key> reads, std::span<const Key> writ
 // The same normalisation for slot tables of at most 2^31 slots, one uint32
 // per request: the slot, with kPackedShared set for a shared request. Plain
 // integer order on packed requests is already the N4 order (exclusive first,
-// each mode ascending by slot), so one sort of 4-byte integers and a linear
-// pass replace the two sorts of 16-byte pairs above. Writes the requests to
+// each mode ascending by slot), so sorting the exclusive and the shared
+// requests apart (4-byte integers, each part about half the txn) and a
+// linear pass replace the two sorts of 16-byte pairs above. Writes the requests to
 // out[0, m) and returns m; *num_x is the number of exclusive requests, which
 // come first. `out` may be the caller's final request array: nothing is copied.
 // REQUIRES: out has room for reads.size() + writes.size() entries;
@@ -101,17 +103,13 @@ uint32_t NormalizePacked(std::span<const Key> reads, std::span<const Key> writes
   uint32_t* a = out;
   size_t n = 0;
   for (Key k : writes) a[n++] = static_cast<uint32_t>(slot(k));
+  const size_t nw = n;
   for (Key k : reads) a[n++] = static_cast<uint32_t>(slot(k)) | kPackedShared;
-  if (n > 32) {
-    std::sort(a, a + n);
-  } else {
-    for (size_t i = 1; i < n; ++i) {
-      const uint32_t v = a[i];
-      size_t j = i;
-      for (; j > 0 && v < a[j - 1]; --j) a[j] = a[j - 1];
-      a[j] = v;
-    }
-  }
+  // Every exclusive request is below every shared one, so sorting the two
+  // parts apart sorts the whole: two insertion sorts of about n/2 shift
+  // about half as much as one of n (New-Order + Payment: ~25 requests).
+  lockmgr_internal::SortSmall(a, nw, std::less<uint32_t>());
+  lockmgr_internal::SortSmall(a + nw, n - nw, std::less<uint32_t>());
   // Drop repeats within each mode, and shared requests on a slot that is
   // also written (both parts are sorted: merge-walk the exclusive part).
   size_t m = 0, i = 0;

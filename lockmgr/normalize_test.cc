@@ -63,7 +63,8 @@ TEST(Normalize, PackedMatchesPairs) {
   std::vector<uint32_t> packed;
   for (int iter = 0; iter < 20000; ++iter) {
     std::vector<Key> reads(rng() % 12), writes(rng() % 12);
-    if (iter % 100 == 0) reads.resize(40 + rng() % 40);  // the std::sort path
+    if (iter % 100 == 0) reads.resize(40 + rng() % 40);  // the std::sort path, shared part
+    if (iter % 100 == 50) writes.resize(40 + rng() % 40);  // and exclusive part
     const uint64_t modulo = 1 + rng() % 20;
     for (Key& k : reads) k = rng() % 64;
     for (Key& k : writes) k = rng() % 64;

@@ -116,10 +116,18 @@ void TxnExecutor::Init(PartitionTxn* st, const pb::Txn* txn, std::shared_ptr<con
     st->reads.reserve(txn->read_set_size());
     st->writes.reserve(txn->write_set_size());
   }
-  for (Key k : txn->read_set())
-    if (partitioner_->PartitionOf(k) == self) st->local_reads.push_back(k);
-  for (Key k : txn->write_set())
-    if (partitioner_->PartitionOf(k) == self) st->local_writes.push_back(k);
+  if (partitioner_->num_partitions() == 1) {
+    // Every key is this partition's (PartitionOf < num_partitions()): no
+    // call per key.
+    DCHECK_EQ(self, 0u);
+    st->local_reads.assign(txn->read_set().begin(), txn->read_set().end());
+    st->local_writes.assign(txn->write_set().begin(), txn->write_set().end());
+  } else {
+    for (Key k : txn->read_set())
+      if (partitioner_->PartitionOf(k) == self) st->local_reads.push_back(k);
+    for (Key k : txn->write_set())
+      if (partitioner_->PartitionOf(k) == self) st->local_writes.push_back(k);
+  }
   AssignExecutors(*txn, &st->executors);
   st->reader = !st->local_reads.empty();
   st->executor = Has(st->executors, self);

@@ -47,18 +47,31 @@ void Sequencer::Stop() {
 absl::Status Sequencer::Submit(pb::Txn txn) {
   std::lock_guard<std::mutex> l(mu_);
   if (!accepting_) return absl::UnavailableError("sequencer is stopped");
-  if (incoming_.size() >= options_.max_pending) return absl::UnavailableError("sequencer overloaded");
-  incoming_.push_back(std::move(txn));
+  if (incoming_txns_ >= options_.max_pending) return absl::UnavailableError("sequencer overloaded");
+  if (incoming_.empty()) {
+    incoming_.emplace_back();
+    if (!spares_.empty()) {  // with an earlier group's capacity
+      incoming_.back().swap(spares_.back());
+      spares_.pop_back();
+    }
+  }
+  incoming_.back().push_back(std::move(txn));
+  ++incoming_txns_;
   return absl::OkStatus();
 }
 
 absl::Status Sequencer::SubmitMany(std::vector<pb::Txn>* txns) {
   std::lock_guard<std::mutex> l(mu_);
   if (!accepting_) return absl::UnavailableError("sequencer is stopped");
-  if (incoming_.size() + txns->size() > options_.max_pending)
+  if (incoming_txns_ + txns->size() > options_.max_pending)
     return absl::UnavailableError("sequencer overloaded");
-  for (pb::Txn& t : *txns) incoming_.push_back(std::move(t));
-  txns->clear();
+  if (txns->empty()) return absl::OkStatus();
+  incoming_txns_ += txns->size();
+  incoming_.emplace_back().swap(*txns);
+  if (!spares_.empty()) {  // *txns is empty: take a spare's capacity instead
+    txns->swap(spares_.back());
+    spares_.pop_back();
+  }
   return absl::OkStatus();
 }
 
@@ -66,18 +79,27 @@ void Sequencer::CloseEpoch() {
   {
     std::lock_guard<std::mutex> l(mu_);
     taken_.swap(incoming_);
+    incoming_txns_ = 0;
   }
-  // Txns that did not fit the last epoch go first, keeping arrival order.
-  if (!carry_.empty()) {
-    carry_.insert(carry_.end(), std::make_move_iterator(taken_.begin()),
-                  std::make_move_iterator(taken_.end()));
-    taken_.swap(carry_);
-    carry_.clear();
+  // Txns that did not fit the last epoch go first, keeping arrival order;
+  // from the first that does not fit, the rest wait for the next epoch.
+  carried_.swap(carry_);
+  bool full = false;
+  const auto add = [&](pb::Txn* t) {
+    if (!full && batcher_->Add(t)) return;
+    full = true;
+    carry_.push_back(std::move(*t));
+  };
+  for (pb::Txn& t : carried_) add(&t);
+  carried_.clear();
+  for (Group& group : taken_)
+    for (pb::Txn& t : group) add(&t);
+  for (Group& group : taken_) group.clear();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (Group& group : taken_)
+      if (spares_.size() < kMaxSpares && group.capacity() <= kMaxSpareCapacity) spares_.push_back(std::move(group));
   }
-  size_t i = 0;
-  for (; i < taken_.size(); ++i)
-    if (!batcher_->Add(&taken_[i])) break;
-  for (; i < taken_.size(); ++i) carry_.push_back(std::move(taken_[i]));
   taken_.clear();
   sink_->OnBatch(batcher_->Close());
   epochs_closed_.fetch_add(1, std::memory_order_relaxed);

@@ -69,7 +69,9 @@ class Sequencer {
 
   // Queues txn for the next epoch. Unavailable when stopped or overloaded.
   absl::Status Submit(pb::Txn txn);
-  // Queues every txn of *txns (in order) and clears it; all or none.
+  // Queues every txn of *txns (in order) and clears it; all or none. The
+  // vector itself is taken whole (no txn is moved) and replaced by an empty
+  // one, with the capacity of an earlier caller's when there is one.
   absl::Status SubmitMany(std::vector<pb::Txn>* txns);
 
   // The last epoch closed (first_epoch - 1 before any).
@@ -89,11 +91,26 @@ class Sequencer {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<pb::Txn> incoming_;  // guarded by mu_
+  // Submitted txns, not yet batched: groups in submission order, each a
+  // vector SubmitMany took whole (or Submit's), so a client's group costs
+  // one swap, not a move of each txn. Batched groups come back emptied
+  // (their moved-from txns destroyed on the sequencer thread) as spares,
+  // which SubmitMany hands to its callers and Submit starts its group
+  // with, so their vectors keep capacity. At most kMaxSpares of at most
+  // kMaxSpareCapacity txns are kept (a few MB); a caller gets a vector
+  // without capacity when none is left (more than kMaxSpares groups per
+  // epoch).
+  using Group = std::vector<pb::Txn>;
+  static constexpr size_t kMaxSpares = 8;
+  static constexpr size_t kMaxSpareCapacity = 4096;  // larger ones are freed
+  std::vector<Group> incoming_;    // guarded by mu_
+  size_t incoming_txns_ = 0;       // guarded by mu_: txns in incoming_
+  std::vector<Group> spares_;      // guarded by mu_
   bool stopping_ = false;          // guarded by mu_
   bool accepting_ = true;          // guarded by mu_
   std::vector<pb::Txn> carry_;     // sequencer thread: txns that did not fit an epoch
-  std::vector<pb::Txn> taken_;     // sequencer thread: scratch
+  std::vector<pb::Txn> carried_;   // sequencer thread: scratch (the last epoch's carry)
+  std::vector<Group> taken_;       // sequencer thread: scratch
   std::atomic<uint64_t> epochs_closed_{0};
   std::thread thread_;
 };

@@ -1,6 +1,8 @@
 #include "sequencer/sequencer.h"
 
+#include <algorithm>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -110,6 +112,97 @@ TEST(Sequencer, EmitsEveryEpochInOrderAndKeepsSubmissionOrder) {
   EXPECT_EQ(expect_seq, static_cast<uint64_t>(kTxns)) << "every txn sequenced exactly once";
 }
 
+// Singles (Submit) and groups (SubmitMany, taken whole) keep their
+// submission order and are each sequenced once, also when an epoch fills
+// up (by bytes: two 22 MiB txns fill one) and its rest is carried into the
+// next epoch while more singles and groups arrive. (The order and the count
+// must hold whichever way the epochs fall.)
+TEST(Sequencer, SinglesAndGroupsKeepTheirOrderAcrossFullEpochs) {
+  // Keeps what the check needs, not the batches (their 22 MiB txns).
+  struct Sink : BatchSink {
+    void OnBatch(std::shared_ptr<const pb::Batch> batch) override {
+      std::lock_guard<std::mutex> l(mu);
+      int big = 0;
+      for (const pb::Txn& t : batch->txns()) {
+        seqs.push_back(t.client_seq());
+        big += !t.args().empty();
+      }
+      most_big = std::max(most_big, big);
+    }
+    std::mutex mu;
+    std::vector<uint64_t> seqs;
+    int most_big = 0;
+  } sink;
+  ModPartitioner parts(1);
+  SequencerOptions o;
+  o.epoch_us = 2000;
+  Sequencer seq(o, &parts, &sink);
+  seq.Start();
+  const std::string big_args(22u << 20, 'x');
+  ASSERT_GT(3 * big_args.size(), EpochBatcher::kMaxBatchBytes);
+  uint64_t next = 0;
+  const auto txn = [&](bool big) {
+    pb::Txn t = MakeTxn({1}, {}, next++);
+    if (big) t.set_args(big_args);
+    return t;
+  };
+  // Round 0 fills an epoch (two of its three big txns) and leaves a carry;
+  // round 1 comes right after that epoch closed, so the next one takes the
+  // carry first, then round 1.
+  struct Round {
+    std::vector<pb::Txn> bigs, smalls;
+    pb::Txn single;
+  };
+  Round rounds[2];
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < (r == 0 ? 3 : 1); ++i) rounds[r].bigs.push_back(txn(true));
+    rounds[r].single = txn(false);
+    for (int i = 0; i < 5; ++i) rounds[r].smalls.push_back(txn(false));
+  }
+  for (Round& r : rounds) {
+    const uint64_t closed = seq.epochs_closed();
+    while (seq.epochs_closed() == closed) std::this_thread::yield();
+    ASSERT_TRUE(seq.SubmitMany(&r.bigs).ok());
+    EXPECT_TRUE(r.bigs.empty());
+    ASSERT_TRUE(seq.Submit(std::move(r.single)).ok());
+    ASSERT_TRUE(seq.SubmitMany(&r.smalls).ok());
+  }
+  seq.Stop();
+  std::lock_guard<std::mutex> l(sink.mu);
+  ASSERT_EQ(sink.seqs.size(), next) << "every txn sequenced exactly once";
+  for (uint64_t i = 0; i < next; ++i) ASSERT_EQ(sink.seqs[i], i) << "in submission order";
+  EXPECT_EQ(sink.most_big, 2) << "an epoch holds at most two 22 MiB txns";
+}
+
+// A batched group's vector goes back to a later SubmitMany caller, emptied
+// but with its capacity (no regrowth per group for a steady client).
+TEST(Sequencer, SubmitManyHandsBackAnEarlierGroupsCapacity) {
+  ModPartitioner parts(1);
+  CollectingSink sink;
+  SequencerOptions o;
+  o.epoch_us = 200;
+  Sequencer seq(o, &parts, &sink);
+  seq.Start();
+  std::vector<pb::Txn> first;
+  first.reserve(64);
+  first.push_back(MakeTxn({1}, {}, 0));
+  const uint64_t closed = seq.epochs_closed();
+  ASSERT_TRUE(seq.SubmitMany(&first).ok());
+  EXPECT_EQ(first.capacity(), 0u) << "no spare yet: the caller gets an empty vector";
+  while (seq.epochs_closed() < closed + 2) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  std::vector<pb::Txn> second;
+  second.push_back(MakeTxn({1}, {}, 1));
+  ASSERT_TRUE(seq.SubmitMany(&second).ok());
+  EXPECT_TRUE(second.empty());
+  EXPECT_GE(second.capacity(), 64u) << "the first group's vector, batched and emptied";
+  seq.Stop();
+  std::lock_guard<std::mutex> l(sink.mu);
+  uint64_t expect = 0;
+  for (const auto& b : sink.batches)
+    for (const pb::Txn& t : b->txns()) EXPECT_EQ(t.client_seq(), expect++);
+  EXPECT_EQ(expect, 2u);
+}
+
 TEST(Sequencer, RefusesWhenOverloaded) {
   ModPartitioner parts(1);
   CollectingSink sink;
@@ -118,6 +211,34 @@ TEST(Sequencer, RefusesWhenOverloaded) {
   Sequencer seq(o, &parts, &sink);  // not started: nothing drains
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(seq.Submit(MakeTxn({1}, {})).ok());
   EXPECT_EQ(seq.Submit(MakeTxn({1}, {})).code(), absl::StatusCode::kUnavailable);
+}
+
+// SubmitMany counts against max_pending with Submit, all or none: a group
+// that does not fit is refused and left with its caller.
+TEST(Sequencer, RefusesAGroupPastMaxPendingWhole) {
+  ModPartitioner parts(1);
+  CollectingSink sink;
+  SequencerOptions o;
+  o.max_pending = 3;
+  Sequencer seq(o, &parts, &sink);  // not started: nothing drains
+  std::vector<pb::Txn> group = {MakeTxn({1}, {}, 0), MakeTxn({1}, {}, 1)};
+  ASSERT_TRUE(seq.SubmitMany(&group).ok());
+  EXPECT_TRUE(group.empty());
+  std::vector<pb::Txn> none;
+  EXPECT_TRUE(seq.SubmitMany(&none).ok());
+  group = {MakeTxn({1}, {}, 2), MakeTxn({1}, {}, 3)};
+  EXPECT_EQ(seq.SubmitMany(&group).code(), absl::StatusCode::kUnavailable);
+  ASSERT_EQ(group.size(), 2u) << "refused whole: the caller keeps the group";
+  EXPECT_EQ(group[0].client_seq(), 2u);
+  EXPECT_TRUE(seq.Submit(MakeTxn({1}, {}, 2)).ok());
+  EXPECT_EQ(seq.Submit(MakeTxn({1}, {}, 3)).code(), absl::StatusCode::kUnavailable);
+  seq.Start();
+  seq.Stop();  // flushes the three
+  std::lock_guard<std::mutex> l(sink.mu);
+  uint64_t expect = 0;
+  for (const auto& b : sink.batches)
+    for (const pb::Txn& t : b->txns()) EXPECT_EQ(t.client_seq(), expect++);
+  EXPECT_EQ(expect, 3u);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "glog/logging.h"
+#include "workloads/tpcc/random.h"
 
 namespace detdb {
 namespace tpcc {
@@ -136,6 +137,52 @@ TEST(TpccSchema, FieldsRoundTripAtEveryLength) {
   EXPECT_EQ(GetField(full), "abcd");
   const char inner[4] = {'a', '\0', 'c', 'd'};  // bytes after the NUL are not text
   EXPECT_EQ(GetField(inner), "a");
+}
+
+// FieldHasOriginal answers as a search of GetField's text does: "ORIGINAL"
+// at every position of fields of several widths (across the SSE2 path's
+// 16-byte chunks and its tail), cut by a NUL before, inside or after it,
+// beside near misses ('O's, "ORIGINA"), with and without text after a NUL.
+template <size_t N>
+void CheckFieldHasOriginal(Rng* rng) {
+  const std::string_view kAlphabet = "OORIGINALabcxyz";
+  for (int round = 0; round < 3000; ++round) {
+    char f[N];
+    for (char& ch : f) ch = kAlphabet[rng->Uniform(0, static_cast<int64_t>(kAlphabet.size()) - 1)];
+    if constexpr (N >= 8) {
+      if (rng->Uniform(0, 1) == 0) {
+        const size_t at = static_cast<size_t>(rng->Uniform(0, N - 8));
+        std::memcpy(f + at, rng->Uniform(0, 3) == 0 ? "ORIGINA_" : "ORIGINAL", 8);
+      }
+    }
+    if (rng->Uniform(0, 2) == 0) f[rng->Uniform(0, N - 1)] = '\0';
+    const bool want = GetField(f).find("ORIGINAL") != std::string_view::npos;
+    ASSERT_EQ(FieldHasOriginal(f), want) << "width " << N << ": " << std::string_view(f, N);
+  }
+}
+
+TEST(TpccSchema, FieldHasOriginalAgreesWithASearchOfTheText) {
+  Rng rng(7);
+  CheckFieldHasOriginal<2>(&rng);
+  CheckFieldHasOriginal<7>(&rng);
+  CheckFieldHasOriginal<8>(&rng);
+  CheckFieldHasOriginal<15>(&rng);
+  CheckFieldHasOriginal<16>(&rng);
+  CheckFieldHasOriginal<17>(&rng);
+  CheckFieldHasOriginal<23>(&rng);
+  CheckFieldHasOriginal<24>(&rng);
+  CheckFieldHasOriginal<31>(&rng);
+  CheckFieldHasOriginal<39>(&rng);
+  CheckFieldHasOriginal<50>(&rng);  // I_DATA, S_DATA
+  CheckFieldHasOriginal<56>(&rng);
+  char exact[50];
+  std::memset(exact, 'x', sizeof(exact));
+  std::memcpy(exact + 42, "ORIGINAL", 8);  // the last place it fits, no NUL
+  EXPECT_TRUE(FieldHasOriginal(exact));
+  exact[45] = '\0';
+  EXPECT_FALSE(FieldHasOriginal(exact));
+  char none[50] = {};
+  EXPECT_FALSE(FieldHasOriginal(none));
 }
 
 TEST(TpccLoader, WarehousesOf) {

@@ -106,7 +106,6 @@ absl::Status ParseArgs(TxnContext* ctx, Args* args) {
 // Debian's Abseil has its own string_view: absl::StrCat takes std::string_view
 // only through this.
 absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 bool ValidWarehouse(uint32_t w) { return w >= 1 && w <= kMaxWarehouses; }
 bool ValidDistrict(uint32_t d) { return d >= 1 && d <= kDistrictsPerWarehouse; }
@@ -256,7 +255,7 @@ absl::Status NewOrder(TxnContext* ctx, std::string* result) {
 
     const int64_t amount = static_cast<int64_t>(qty) * items[i].price;
     sum += amount;
-    const bool original = Contains(GetField(items[i].data), "ORIGINAL") && Contains(GetField(stock.data), "ORIGINAL");
+    const bool original = FieldHasOriginal(items[i].data) && FieldHasOriginal(stock.data);
 
     OrderLineRow line;
     Zero(&line);
