@@ -89,8 +89,12 @@ class InProcessBackend final : public Backend, public TxnClient {
       {
         std::lock_guard<std::mutex> l(mu_);
         if (!results_.empty()) {
-          for (pb::TxnResult& r : results_) out->push_back(std::move(r));
-          results_.clear();
+          if (out->empty()) {
+            out->swap(results_);  // no move per result; results_ gets out's capacity
+          } else {
+            for (pb::TxnResult& r : results_) out->push_back(std::move(r));
+            results_.clear();
+          }
           return absl::OkStatus();
         }
       }
