@@ -301,13 +301,14 @@ bool TxnExecutor::Run(PartitionTxn* st, pb::TxnResult* reply, IntentAgent* agent
       }
       return nullptr;
     };
+    const bool one_partition = partitioner_->num_partitions() == 1;  // every key local (Init)
     for (const auto& w : st->writes) {
       if (w.record != nullptr && !w.erase) {  // an Update of a record read here: no lookup
         DCHECK_EQ(w.record->key, w.key) << "the record read here changed its key: was it erased and reused?";
         if (!w.in_place()) std::memcpy(w.record->value(), w.value, w.size);
         continue;
       }
-      if (partitioner_->PartitionOf(w.key) != self_) continue;
+      if (!one_partition && partitioner_->PartitionOf(w.key) != self_) continue;
       if (w.erase) {
         store_->Erase(w.key);
         continue;
