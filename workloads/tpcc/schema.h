@@ -289,9 +289,9 @@ inline std::string_view GetField(const char (&field)[N]) {
 // Whether GetField(field) contains "ORIGINAL" (I_DATA, S_DATA: New-Order's
 // brand-generic, clause 2.4.2.2). With SSE2, one pass over the field finds
 // its end and the candidate 'O's 16 bytes at a time, and each candidate is
-// one 8-byte compare: GetField and string_view::find took ~1.3K
-// instructions per New-Order (two memchr calls and the search's loop per
-// line; docs/TPCC.md, "twenty-first session").
+// one 8-byte compare: GetField and string_view::find took ~1K more
+// instructions per New-Order (memchr for the end, memchr per 'O' and the
+// search's loop, per line; docs/TPCC.md, "twenty-first session").
 template <size_t N>
 inline bool FieldHasOriginal(const char (&field)[N]) {
   static constexpr char kPattern[] = "ORIGINAL";
