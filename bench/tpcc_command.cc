@@ -3,6 +3,7 @@
 // Progress once a second on stderr; a summary per txn type, or with --json
 // one object per run, on stdout. Compiled into detdb-bench (flags belong to
 // binaries).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -95,9 +96,11 @@ void PrintJson(const TpccRunResult& r, const TpccRunOptions& o) {
            static_cast<unsigned long>(kr.p90_us), static_cast<unsigned long>(kr.p99_us));
   }
   if (r.in_process) {
-    printf(",\"digest\":\"%016lx\",\"cpu_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"kernel_us_per_txn\":%s,"
+    printf(",\"digest\":\"%016lx\",\"cpu_us_per_txn\":%.3f,\"worker_us_per_txn\":%.3f,\"lock_us_per_txn\":%.3f,"
+           "\"client_us_per_txn\":%.3f,\"kernel_us_per_txn\":%s,"
            "\"page_faults_per_txn\":%.4f,\"prefault_mb\":%lu,\"prefault_suggest_mb\":%lu,\"staged_alloc\":%s",
-           static_cast<unsigned long>(r.digest), r.cpu_us_per_txn, r.worker_us_per_txn,
+           static_cast<unsigned long>(r.digest), r.cpu_us_per_txn, r.worker_us_per_txn, r.lock_us_per_txn,
+           r.client_us_per_txn,
            prefaulted_bytes != 0 ? "null" : absl::StrFormat("%.3f", r.kernel_us_per_txn).c_str(), r.page_faults_per_txn,
            static_cast<unsigned long>(prefaulted_bytes != 0 ? FLAGS_prefault_mb : 0),
            static_cast<unsigned long>(Advice(r).mb), FLAGS_staged_alloc ? "true" : "false");
@@ -160,8 +163,11 @@ void PrintSummary(const TpccRunResult& r) {
            static_cast<unsigned long>(r.window_grows), static_cast<unsigned long>(r.window_grows_undone),
            static_cast<unsigned long>(r.window_shrinks), static_cast<unsigned long>(r.window_shrinks_undone),
            static_cast<unsigned long>(r.window_steps_back_up), static_cast<unsigned long>(r.starved));
-    printf("  process CPU %.2f us per txn, of it workers %.2f us, kernel %s%s; %.3f page faults per txn\n",
-           r.cpu_us_per_txn, r.worker_us_per_txn,
+    // The threads' shares are disjoint; the kernel's time is within them.
+    const double rest = std::max(0.0, r.cpu_us_per_txn - r.worker_us_per_txn - r.lock_us_per_txn - r.client_us_per_txn);
+    printf("  process CPU %.2f us per txn: workers %.2f, lock threads %.2f, client %.2f, the rest (sequencer, other "
+           "threads) %.2f; in the kernel %s%s; %.3f page faults per txn\n",
+           r.cpu_us_per_txn, r.worker_us_per_txn, r.lock_us_per_txn, r.client_us_per_txn, rest,
            prefaulted_bytes != 0 ? "n/a after --prefault_mb" : absl::StrFormat("%.2f us", r.kernel_us_per_txn).c_str(),
            FLAGS_staged_alloc ? " (staged allocation)" : "", r.page_faults_per_txn);
     PrintLatches(r);

@@ -19,6 +19,7 @@
 #include "workloads/tpcc/loader.h"
 #include "workloads/tpcc/procedures.h"
 #include "common/notifier.h"
+#include "common/thread_cpu.h"
 #include "client/client.h"
 #include "scheduler/engine.h"
 
@@ -381,7 +382,14 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
     for (const SchedulerStats& p : (*engine)->stats().partitions) ns += p.workers_cpu_ns;
     return ns;
   };
+  const auto lock_ns = [&engine] {
+    uint64_t ns = 0;
+    for (const SchedulerStats& p : (*engine)->stats().partitions) ns += p.lock_thread_cpu_ns;
+    return ns;
+  };
   const uint64_t workers_ns_start = workers_ns();
+  const uint64_t lock_ns_start = lock_ns();
+  const uint64_t client_ns_start = SelfThreadCpuNs();  // the driver runs on this thread
   const double cpu_start = ProcessCpuSeconds();
   const KernelUse kernel_start = ProcessKernelUse();
   const ElidedLatch::Stats latches_start = ElidedLatch::GlobalStats();
@@ -391,6 +399,8 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   const double cpu_secs = ProcessCpuSeconds() - cpu_start;
   const KernelUse kernel_end = ProcessKernelUse();
   const uint64_t workers_ns_run = workers_ns() - workers_ns_start;
+  const uint64_t lock_ns_run = lock_ns() - lock_ns_start;
+  const uint64_t client_ns_run = SelfThreadCpuNs() - client_ns_start;
   absl::Status stop = (*engine)->Stop(std::chrono::seconds(60));
   if (!s.ok()) return s;
   if (!stop.ok()) return stop;
@@ -398,6 +408,8 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   if (r.committed > 0) {
     r.cpu_us_per_txn = 1e6 * cpu_secs / static_cast<double>(r.committed);
     r.worker_us_per_txn = 1e-3 * static_cast<double>(workers_ns_run) / static_cast<double>(r.committed);
+    r.lock_us_per_txn = 1e-3 * static_cast<double>(lock_ns_run) / static_cast<double>(r.committed);
+    r.client_us_per_txn = 1e-3 * static_cast<double>(client_ns_run) / static_cast<double>(r.committed);
     r.kernel_us_per_txn = 1e6 * (kernel_end.sys_secs - kernel_start.sys_secs) / static_cast<double>(r.committed);
     r.page_faults_per_txn =
         static_cast<double>(kernel_end.minor_faults - kernel_start.minor_faults) / static_cast<double>(r.committed);

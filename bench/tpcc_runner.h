@@ -96,6 +96,11 @@ struct TpccRunResult {
   // the whole process (client and loader's idle threads included) and of
   // the partitions' workers.
   double cpu_us_per_txn = 0, worker_us_per_txn = 0;
+  // Of cpu_us_per_txn, the partitions' lock threads and the client (the
+  // thread that generates, submits and checks the txns: the bench's own).
+  // The rest is the sequencer's and the idle threads' (and the kernel's
+  // work outside these threads).
+  double lock_us_per_txn = 0, client_us_per_txn = 0;
   // One process only: of cpu_us_per_txn, the kernel's part (getrusage's
   // system time: page faults, futex waits and wake-ups, yields), and the
   // minor page faults per committed txn: mostly first touches of the
