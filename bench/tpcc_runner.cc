@@ -377,18 +377,19 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   r.nodes = 1;
   r.in_process = true;
   Driver driver(o, g, &backend);
-  const auto workers_ns = [&engine] {
-    uint64_t ns = 0;
-    for (const SchedulerStats& p : (*engine)->stats().partitions) ns += p.workers_cpu_ns;
-    return ns;
+  // The partitions' workers' and lock threads' CPU so far, from one stats().
+  struct StageCpu {
+    uint64_t workers_ns = 0, lock_ns = 0;
   };
-  const auto lock_ns = [&engine] {
-    uint64_t ns = 0;
-    for (const SchedulerStats& p : (*engine)->stats().partitions) ns += p.lock_thread_cpu_ns;
-    return ns;
+  const auto stage_cpu = [&engine] {
+    StageCpu cpu;
+    for (const SchedulerStats& p : (*engine)->stats().partitions) {
+      cpu.workers_ns += p.workers_cpu_ns;
+      cpu.lock_ns += p.lock_thread_cpu_ns;
+    }
+    return cpu;
   };
-  const uint64_t workers_ns_start = workers_ns();
-  const uint64_t lock_ns_start = lock_ns();
+  const StageCpu stage_start = stage_cpu();
   const uint64_t client_ns_start = SelfThreadCpuNs();  // the driver runs on this thread
   const double cpu_start = ProcessCpuSeconds();
   const KernelUse kernel_start = ProcessKernelUse();
@@ -398,8 +399,9 @@ absl::StatusOr<TpccRunResult> RunInProcess(const TpccRunOptions& o) {
   r.elision = ElidedLatch::ElisionEnabled();
   const double cpu_secs = ProcessCpuSeconds() - cpu_start;
   const KernelUse kernel_end = ProcessKernelUse();
-  const uint64_t workers_ns_run = workers_ns() - workers_ns_start;
-  const uint64_t lock_ns_run = lock_ns() - lock_ns_start;
+  const StageCpu stage_end = stage_cpu();
+  const uint64_t workers_ns_run = stage_end.workers_ns - stage_start.workers_ns;
+  const uint64_t lock_ns_run = stage_end.lock_ns - stage_start.lock_ns;
   const uint64_t client_ns_run = SelfThreadCpuNs() - client_ns_start;
   absl::Status stop = (*engine)->Stop(std::chrono::seconds(60));
   if (!s.ok()) return s;

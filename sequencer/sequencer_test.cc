@@ -74,6 +74,14 @@ class CollectingSink : public BatchSink {
     std::lock_guard<std::mutex> l(mu);
     batches.push_back(std::move(batch));
   }
+  // The client_seq of every txn of every batch, in order.
+  std::vector<uint64_t> Seqs() {
+    std::lock_guard<std::mutex> l(mu);
+    std::vector<uint64_t> out;
+    for (const auto& b : batches)
+      for (const pb::Txn& t : b->txns()) out.push_back(t.client_seq());
+    return out;
+  }
   std::mutex mu;
   std::vector<std::shared_ptr<const pb::Batch>> batches;
 };
@@ -196,11 +204,7 @@ TEST(Sequencer, SubmitManyHandsBackAnEarlierGroupsCapacity) {
   EXPECT_TRUE(second.empty());
   EXPECT_GE(second.capacity(), 64u) << "the first group's vector, batched and emptied";
   seq.Stop();
-  std::lock_guard<std::mutex> l(sink.mu);
-  uint64_t expect = 0;
-  for (const auto& b : sink.batches)
-    for (const pb::Txn& t : b->txns()) EXPECT_EQ(t.client_seq(), expect++);
-  EXPECT_EQ(expect, 2u);
+  EXPECT_EQ(sink.Seqs(), (std::vector<uint64_t>{0, 1}));
 }
 
 TEST(Sequencer, RefusesWhenOverloaded) {
@@ -234,11 +238,7 @@ TEST(Sequencer, RefusesAGroupPastMaxPendingWhole) {
   EXPECT_EQ(seq.Submit(MakeTxn({1}, {}, 3)).code(), absl::StatusCode::kUnavailable);
   seq.Start();
   seq.Stop();  // flushes the three
-  std::lock_guard<std::mutex> l(sink.mu);
-  uint64_t expect = 0;
-  for (const auto& b : sink.batches)
-    for (const pb::Txn& t : b->txns()) EXPECT_EQ(t.client_seq(), expect++);
-  EXPECT_EQ(expect, 3u);
+  EXPECT_EQ(sink.Seqs(), (std::vector<uint64_t>{0, 1, 2}));
 }
 
 }  // namespace
